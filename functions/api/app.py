@@ -1,0 +1,17 @@
+"""api function: API Gateway → Mangum → the FastAPI app (Agent Cards and JSON-RPC). No agent code runs here."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from mangum import Mangum
+
+from nylorun.observability import logger, metrics, tracer
+from nylorun.wiring import build_runtime
+
+runtime = build_runtime()  # once per cold start
+_asgi = Mangum(runtime.app(), lifespan="off")
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict, context: LambdaContext) -> dict:
+    return _asgi(event, context)

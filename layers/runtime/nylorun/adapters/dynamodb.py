@@ -1,0 +1,672 @@
+"""The task store on one DynamoDB table (keys and indexes declared in template.yaml, `TasksTable`).
+
+Items (PK / SK):
+    TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters, GSI keys
+    TASK#<task>      MSG#<seq:08>    one history message (wire JSON)
+    TASK#<task>      ART#<artifact>  one artifact (wire JSON) and its order
+    CTX#<agent>#<subject-key>#<context>  CTX    the context: turn counter, active task
+    MID#<agent>#<subject-key>#<messageId> MID   which task a messageId made (duplicate sends)
+    JRN#<task>       OP#<seq:05>     the turn journal: effects, interactions, usage, in code order
+    JRN#<task>       WAIT#<interaction>  the Step Functions callback token of an open interaction
+    PUSH#<task>      CFG#<config>    a push notification config
+
+Indexes (ListTasks): `BySubject` (GSI1PK = agent#subject-key, GSI1SK = statusTimestamp#task) and
+`ByContext` (GSI2PK = agent#subject-key#context, GSI2SK as GSI1SK), both newest status first.
+Every write that can race is conditional; task writes carry a version.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from nylorun.ports import (
+    ContextBusy,
+    DuplicateMessage,
+    InvalidPageToken,
+    JournalEntry,
+    NewTurn,
+    Owner,
+    StateConflict,
+    StoredPushConfig,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TurnCanceled,
+)
+from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.protocol.models import (
+    Artifact,
+    Message,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    format_timestamp,
+    now_timestamp,
+)
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+TASK_ID_NAMESPACE = uuid.UUID("6f1c2a8e-7f0b-4d0e-9a51-2b7d4c7e9a10")
+BY_SUBJECT, BY_CONTEXT = "BySubject", "ByContext"
+
+
+def subject_key(subject: str) -> str:
+    # Subjects can hold any character (and are personal data): keys carry a digest, never the subject.
+    return hashlib.sha256(subject.encode()).hexdigest()[:32]
+
+
+def derive_task_id(owner: Owner, context_id: str, turn: int) -> str:
+    """Profile v2: one task id per turn, made from the context and the turn; opaque to callers."""
+    name = f"{owner.agent}\n{subject_key(owner.subject)}\n{context_id}\n{turn}"
+    return str(uuid.uuid5(TASK_ID_NAMESPACE, name))
+
+
+def _item(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in values.items() if v is not None}
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _de.deserialize(v) for k, v in item.items()}
+
+
+def _reasons(exc: ClientError) -> list[str]:
+    return [r.get("Code", "None") for r in exc.response.get("CancellationReasons", [])]
+
+
+def _is(exc: ClientError, code: str) -> bool:
+    return bool(exc.response.get("Error", {}).get("Code") == code)
+
+
+class DynamoTaskStore:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    # ------------------------------------------------------------------ keys
+    @staticmethod
+    def _owner_key(owner: Owner) -> str:
+        return f"{owner.agent}#{subject_key(owner.subject)}"
+
+    def _ctx_key(self, owner: Owner, context_id: str) -> dict[str, Any]:
+        return _item({"PK": f"CTX#{self._owner_key(owner)}#{context_id}", "SK": "CTX"})
+
+    def _mid_key(self, owner: Owner, message_id: str) -> dict[str, Any]:
+        return _item({"PK": f"MID#{self._owner_key(owner)}#{message_id}", "SK": "MID"})
+
+    @staticmethod
+    def _task_key(task_id: str) -> dict[str, Any]:
+        return _item({"PK": f"TASK#{task_id}", "SK": "TASK"})
+
+    # ------------------------------------------------------------------ turns
+    def create_turn(self, new: NewTurn) -> TaskRecord:
+        for _ in range(8):
+            ctx = self._get(self._ctx_key(new.owner, new.context_id))
+            if ctx and ctx.get("activeTask"):
+                raise ContextBusy(ctx["activeTask"])
+            previous = int(ctx["turns"]) if ctx else 0
+            turn = previous + 1
+            task_id = derive_task_id(new.owner, new.context_id, turn)
+            ts = now_timestamp()
+            message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
+            status = TaskStatus(state=TaskState.SUBMITTED, timestamp=ts)
+            record = TaskRecord(
+                task_id=task_id,
+                context_id=new.context_id,
+                owner=new.owner,
+                turn=turn,
+                status=status,
+                history=[message],
+                metadata=new.metadata,
+                version=1,
+            )
+            ctx_update: dict[str, Any] = {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": self._ctx_key(new.owner, new.context_id),
+                    "UpdateExpression": "SET turns = :turn, activeTask = :task, lastTask = :task",
+                    "ConditionExpression": "attribute_not_exists(PK)"
+                    if ctx is None
+                    else "turns = :prev AND attribute_not_exists(activeTask)",
+                    "ExpressionAttributeValues": _item(
+                        {":turn": turn, ":task": task_id, **({":prev": previous} if ctx else {})}
+                    ),
+                }
+            }
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[
+                        ctx_update,
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": self._task_item(record, msg_seq=1),
+                                "ConditionExpression": "attribute_not_exists(PK)",
+                            }
+                        },
+                        {"Put": {"TableName": self._table, "Item": self._message_item(task_id, 1, message)}},
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": {
+                                    **self._mid_key(new.owner, new.message.message_id),
+                                    **_item({"taskId": task_id}),
+                                },
+                                "ConditionExpression": "attribute_not_exists(PK)",
+                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                            }
+                        },
+                    ]
+                )
+            except ClientError as exc:
+                if not _is(exc, "TransactionCanceledException"):
+                    raise
+                reasons = exc.response.get("CancellationReasons", [])
+                if reasons[3].get("Code") == "ConditionalCheckFailed":
+                    old = _plain(reasons[3].get("Item", {}))
+                    raise DuplicateMessage(str(old.get("taskId", ""))) from None
+                continue  # the context moved under us (another turn opened): read it again
+            return record
+        raise StateConflict("context kept changing")  # pragma: no cover - only under extreme contention
+
+    def _task_item(self, record: TaskRecord, *, msg_seq: int) -> dict[str, Any]:
+        owner_key = self._owner_key(record.owner)
+        ts = record.status.timestamp or now_timestamp()
+        return _item(
+            {
+                "PK": f"TASK#{record.task_id}",
+                "SK": "TASK",
+                "taskId": record.task_id,
+                "contextId": record.context_id,
+                "agent": record.owner.agent,
+                "subject": record.owner.subject,
+                "turn": record.turn,
+                "state": record.status.state.value,
+                "status": json.dumps(record.status.wire()),
+                "statusTs": ts,
+                "metadata": json.dumps(record.metadata) if record.metadata else None,
+                "version": record.version,
+                "msgSeq": msg_seq,
+                "artSeq": 0,
+                "GSI1PK": owner_key,
+                "GSI1SK": f"{ts}#{record.task_id}",
+                "GSI2PK": f"{owner_key}#{record.context_id}",
+                "GSI2SK": f"{ts}#{record.task_id}",
+            }
+        )
+
+    def _message_item(self, task_id: str, seq: int, message: Message) -> dict[str, Any]:
+        return _item({"PK": f"TASK#{task_id}", "SK": f"MSG#{seq:08d}", "body": json.dumps(message.wire())})
+
+    # ------------------------------------------------------------------ reads
+    def _get(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        out = self._db.get_item(TableName=self._table, Key=key, ConsistentRead=True)
+        return _plain(out["Item"]) if "Item" in out else None
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        items = self._query_all(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues=_item({":pk": f"TASK#{task_id}"}),
+            ConsistentRead=True,
+        )
+        task = next((i for i in items if i["SK"] == "TASK"), None)
+        if task is None:
+            return None
+        record = self._record(task)
+        record.history = [Message.model_validate_json(i["body"]) for i in items if i["SK"].startswith("MSG#")]
+        arts = sorted((i for i in items if i["SK"].startswith("ART#")), key=lambda i: int(i["order"]))
+        record.artifacts = [Artifact.model_validate_json(i["body"]) for i in arts]
+        return record
+
+    def _head(self, task_id: str) -> dict[str, Any] | None:
+        return self._get(self._task_key(task_id))
+
+    @staticmethod
+    def _record(item: dict[str, Any]) -> TaskRecord:
+        return TaskRecord(
+            task_id=item["taskId"],
+            context_id=item["contextId"],
+            owner=Owner(subject=item["subject"], agent=item["agent"]),
+            turn=int(item["turn"]),
+            status=TaskStatus.model_validate_json(item["status"]),
+            metadata=json.loads(item["metadata"]) if item.get("metadata") else None,
+            interaction=Interaction.model_validate_json(item["interaction"]) if item.get("interaction") else None,
+            plan=[PlanStep.model_validate(s) for s in json.loads(item["plan"])] if item.get("plan") else [],
+            version=int(item["version"]),
+        )
+
+    def interaction_seq(self, task_id: str) -> int | None:
+        head = self._head(task_id)
+        return int(head["interactionSeq"]) if head and "interactionSeq" in head else None
+
+    def _query_all(self, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        paginator = self._db.get_paginator("query")
+        for page in paginator.paginate(TableName=self._table, **kwargs):
+            items.extend(_plain(i) for i in page.get("Items", []))
+        return items
+
+    def task_for_message(self, owner: Owner, message_id: str) -> str | None:
+        item = self._get(self._mid_key(owner, message_id))
+        return str(item["taskId"]) if item else None
+
+    # ------------------------------------------------------------------ ListTasks
+    def list(self, owner: Owner, query: TaskQuery) -> TaskPage:
+        index, pk_name, sk_name, pk = (
+            (BY_CONTEXT, "GSI2PK", "GSI2SK", f"{self._owner_key(owner)}#{query.context_id}")
+            if query.context_id is not None
+            else (BY_SUBJECT, "GSI1PK", "GSI1SK", self._owner_key(owner))
+        )
+        key_condition = f"{pk_name} = :pk"
+        values: dict[str, Any] = {":pk": pk}
+        if query.status_after is not None:
+            # A2A §4 ListTasks: keep tasks whose status.timestamp >= statusTimestampAfter. The sort key
+            # starts with the fixed-width timestamp, so this is a key condition, not a filter.
+            key_condition += f" AND {sk_name} >= :after"
+            values[":after"] = format_timestamp(query.status_after)
+        base: dict[str, Any] = {
+            "IndexName": index,
+            "KeyConditionExpression": key_condition,
+            "ScanIndexForward": False,  # A2A §4: most recently updated first
+        }
+        if query.state is not None:
+            base["FilterExpression"] = "#state = :state"
+            base["ExpressionAttributeNames"] = {"#state": "state"}
+            values[":state"] = query.state.value
+        base["ExpressionAttributeValues"] = _item(values)
+        fingerprint = hashlib.sha256(json.dumps([index, pk, key_condition, query.state], default=str).encode())
+        fingerprint_hex = fingerprint.hexdigest()[:16]
+
+        total = 0
+        for page in self._db.get_paginator("query").paginate(TableName=self._table, Select="COUNT", **base):
+            total += int(page["Count"])
+
+        start = self._decode_token(query.page_token, fingerprint_hex) if query.page_token else None
+        wanted = query.page_size + 1  # one more tells whether a next page exists
+        found: list[dict[str, Any]] = []
+        kwargs = dict(base)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        while len(found) < wanted:
+            out = self._db.query(TableName=self._table, Limit=max(wanted * 2, 20), **kwargs)
+            found.extend(_plain(i) for i in out.get("Items", []))
+            if "LastEvaluatedKey" not in out:
+                break
+            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        page_items = found[: query.page_size]
+        next_token = ""
+        if len(found) > query.page_size:
+            last = page_items[-1]
+            key = {k: last[k] for k in ("PK", "SK", pk_name, sk_name)}
+            next_token = self._encode_token(key, fingerprint_hex)
+        return TaskPage(tasks=[self._record(i) for i in page_items], next_page_token=next_token, total_size=total)
+
+    @staticmethod
+    def _encode_token(key: dict[str, Any], fingerprint: str) -> str:
+        raw = json.dumps({"k": key, "f": fingerprint}, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @staticmethod
+    def _decode_token(token: str, fingerprint: str) -> dict[str, Any]:
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            key = raw["k"]
+            if raw["f"] != fingerprint or not all(isinstance(v, str) for v in key.values()):
+                raise ValueError("token for another query")
+            return _item(key)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise InvalidPageToken("pageToken is not one this Runtime issued for this query") from None
+
+    # ------------------------------------------------------------------ writes
+    def set_status(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        expect: Collection[TaskState],
+        history: Sequence[Message] = (),
+        interaction: Interaction | None = None,
+        interaction_seq: int | None = None,
+        plan: Sequence[PlanStep] | None = None,
+    ) -> TaskRecord:
+        for _ in range(8):
+            head = self._head(task_id)
+            if head is None or TaskState(head["state"]) not in expect:
+                raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            record = self._record(head)
+            ts = status.timestamp or now_timestamp()
+            status = status.model_copy(update={"timestamp": ts})
+            seq = int(head["msgSeq"])
+            names = {"#state": "state", "#status": "status"}
+            values: dict[str, Any] = {
+                ":state": status.state.value,
+                ":status": json.dumps(status.wire()),
+                ":ts": ts,
+                ":k1": f"{ts}#{task_id}",
+                ":v": record.version,
+                ":one": 1,
+                ":seq": seq + len(history),
+            }
+            sets = [
+                "#state = :state",
+                "#status = :status",
+                "statusTs = :ts",
+                "GSI1SK = :k1",
+                "GSI2SK = :k1",
+                "version = version + :one",
+                "msgSeq = :seq",
+            ]
+            removes: list[str] = []
+            if interaction is not None:
+                sets += ["interaction = :interaction", "interactionSeq = :iseq"]
+                values[":interaction"] = json.dumps(interaction.wire())
+                values[":iseq"] = interaction_seq or 0
+            else:
+                removes += ["interaction", "interactionSeq"]
+            if plan is not None:
+                sets.append("#plan = :plan")
+                names["#plan"] = "plan"
+                values[":plan"] = json.dumps([s.wire() for s in plan])
+            expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+            items: list[dict[str, Any]] = [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": self._task_key(task_id),
+                        "UpdateExpression": expression,
+                        "ConditionExpression": "version = :v",
+                        "ExpressionAttributeNames": names,
+                        "ExpressionAttributeValues": _item(values),
+                    }
+                }
+            ]
+            items += [
+                {"Put": {"TableName": self._table, "Item": self._message_item(task_id, seq + i + 1, m)}}
+                for i, m in enumerate(history)
+            ]
+            if status.state.terminal:
+                # A terminal status frees the context for its next turn, in the same transaction.
+                items.append(
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": self._ctx_key(record.owner, record.context_id),
+                            "UpdateExpression": "REMOVE activeTask",
+                            "ConditionExpression": "activeTask = :task",
+                            "ExpressionAttributeValues": _item({":task": task_id}),
+                        }
+                    }
+                )
+            try:
+                self._db.transact_write_items(TransactItems=items)
+            except ClientError as exc:
+                if _is(exc, "TransactionCanceledException"):
+                    continue  # the version moved: read again and re-check the expected states
+                raise
+            record.status = status
+            record.version += 1
+            record.interaction = interaction
+            if plan is not None:
+                record.plan = list(plan)
+            return record
+        raise StateConflict(f"task {task_id} kept changing")
+
+    def put_artifact(self, task_id: str, artifact: Artifact) -> None:
+        # The artifact keeps the place it was first given; a rewrite (same id) replaces its content.
+        head = self._db.update_item(
+            TableName=self._table,
+            Key=self._task_key(task_id),
+            UpdateExpression="SET artSeq = artSeq + :one",
+            ConditionExpression="attribute_exists(PK)",
+            ExpressionAttributeValues=_item({":one": 1}),
+            ReturnValues="UPDATED_NEW",
+        )
+        order = int(_plain(head["Attributes"])["artSeq"])
+        self._db.update_item(
+            TableName=self._table,
+            Key=_item({"PK": f"TASK#{task_id}", "SK": f"ART#{artifact.artifact_id}"}),
+            UpdateExpression="SET body = :body, #order = if_not_exists(#order, :order)",
+            ExpressionAttributeNames={"#order": "order"},
+            ExpressionAttributeValues=_item({":body": json.dumps(artifact.wire()), ":order": order}),
+        )
+
+    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+        """Append messages (and optionally replace the status message, same state) without a state change."""
+        for _ in range(8):
+            head = self._head(task_id)
+            if head is None:
+                raise StateConflict(f"task {task_id} is gone")
+            seq = int(head["msgSeq"])
+            values: dict[str, Any] = {":seq": seq + len(messages), ":v": int(head["version"]), ":one": 1}
+            expression = "SET msgSeq = :seq, version = version + :one"
+            names: dict[str, str] = {}
+            if status is not None:
+                expression += ", #status = :status"
+                names["#status"] = "status"
+                values[":status"] = json.dumps(status.wire())
+            update: dict[str, Any] = {
+                "TableName": self._table,
+                "Key": self._task_key(task_id),
+                "UpdateExpression": expression,
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": _item(values),
+            }
+            if names:
+                update["ExpressionAttributeNames"] = names
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[{"Update": update}]
+                    + [
+                        {"Put": {"TableName": self._table, "Item": self._message_item(task_id, seq + i + 1, m)}}
+                        for i, m in enumerate(messages)
+                    ]
+                )
+                return
+            except ClientError as exc:
+                if not _is(exc, "TransactionCanceledException"):
+                    raise
+        raise StateConflict(f"task {task_id} kept changing")
+
+    def answer_interaction(
+        self,
+        task_id: str,
+        interaction_id: str,
+        answer: Any,
+        message: Message,
+        status: TaskStatus,
+        owner: Owner,
+    ) -> None:
+        """Exactly one answer wins: the task must still hold this open interaction (same version), the
+        journal entry must have no answer yet, and the reply's messageId must be new."""
+        head = self._head(task_id)
+        if head is None or not head.get("interaction"):
+            raise StateConflict("no open interaction")
+        open_interaction = Interaction.model_validate_json(head["interaction"])
+        if open_interaction.interaction_id != interaction_id:
+            raise StateConflict("not the open interaction")
+        seq = int(head["msgSeq"]) + 1
+        ts = status.timestamp or now_timestamp()
+        status = status.model_copy(update={"timestamp": ts})
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": self._task_key(task_id),
+                            "UpdateExpression": "SET #state = :state, #status = :status, statusTs = :ts, "
+                            "GSI1SK = :k, GSI2SK = :k, msgSeq = :seq, version = version + :one "
+                            "REMOVE interaction, interactionSeq",
+                            "ConditionExpression": "version = :v",
+                            "ExpressionAttributeNames": {"#state": "state", "#status": "status"},
+                            "ExpressionAttributeValues": _item(
+                                {
+                                    ":state": status.state.value,
+                                    ":status": json.dumps(status.wire()),
+                                    ":ts": ts,
+                                    ":k": f"{ts}#{task_id}",
+                                    ":seq": seq,
+                                    ":v": int(head["version"]),
+                                    ":one": 1,
+                                }
+                            ),
+                        }
+                    },
+                    {"Put": {"TableName": self._table, "Item": self._message_item(task_id, seq, message)}},
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": _item({"PK": f"JRN#{task_id}", "SK": f"OP#{int(head['interactionSeq']):05d}"}),
+                            "UpdateExpression": "SET answer = :answer, finished = :yes",
+                            "ConditionExpression": "attribute_exists(PK) AND attribute_not_exists(answer)",
+                            "ExpressionAttributeValues": _item({":answer": json.dumps(answer), ":yes": True}),
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": {**self._mid_key(owner, message.message_id), **_item({"taskId": task_id})},
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if not _is(exc, "TransactionCanceledException"):
+                raise
+            if _reasons(exc)[3] == "ConditionalCheckFailed":
+                raise DuplicateMessage(task_id) from None
+            raise StateConflict("the interaction was answered or changed meanwhile") from None
+
+    # ------------------------------------------------------------------ journal
+    def journal(self, task_id: str) -> dict[int, JournalEntry]:
+        items = self._query_all(
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :op)",
+            ExpressionAttributeValues=_item({":pk": f"JRN#{task_id}", ":op": "OP#"}),
+            ConsistentRead=True,
+        )
+        entries = {}
+        for i in items:
+            seq = int(i["seq"])
+            entries[seq] = JournalEntry(
+                seq=seq,
+                kind=i["kind"],
+                name=i["name"],
+                finished=bool(i.get("finished", False)),
+                result=json.loads(i["result"]) if "result" in i else None,
+                answer=json.loads(i["answer"]) if "answer" in i else None,
+            )
+        return entries
+
+    def journal_start(self, task_id: str, entry: JournalEntry) -> None:
+        record = _item(
+            {
+                "PK": f"JRN#{task_id}",
+                "SK": f"OP#{entry.seq:05d}",
+                "seq": entry.seq,
+                "kind": entry.kind,
+                "name": entry.name,
+                "finished": entry.finished,
+                "result": json.dumps(entry.result) if entry.finished else None,
+            }
+        )
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        # DESIGN: cancel really stops — no journal entry (so no effect) after CANCELED is written.
+                        "ConditionCheck": {
+                            "TableName": self._table,
+                            "Key": self._task_key(task_id),
+                            "ConditionExpression": "#state <> :canceled",
+                            "ExpressionAttributeNames": {"#state": "state"},
+                            "ExpressionAttributeValues": _item({":canceled": TaskState.CANCELED.value}),
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": record,
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if not _is(exc, "TransactionCanceledException"):
+                raise
+            if _reasons(exc)[0] == "ConditionalCheckFailed":
+                raise TurnCanceled(task_id) from None
+            raise StateConflict(f"journal entry {entry.seq} exists") from None
+
+    def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
+        self._db.update_item(
+            TableName=self._table,
+            Key=_item({"PK": f"JRN#{task_id}", "SK": f"OP#{seq:05d}"}),
+            UpdateExpression="SET finished = :yes, #result = :result",
+            ConditionExpression="attribute_exists(PK)",
+            ExpressionAttributeNames={"#result": "result"},
+            ExpressionAttributeValues=_item({":yes": True, ":result": json.dumps(result)}),
+        )
+
+    def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=_item({"PK": f"JRN#{task_id}", "SK": f"WAIT#{interaction_id}", "token": token}),
+        )
+
+    def get_wait_token(self, task_id: str, interaction_id: str) -> str | None:
+        item = self._get(_item({"PK": f"JRN#{task_id}", "SK": f"WAIT#{interaction_id}"}))
+        return str(item["token"]) if item else None
+
+    def wait_tokens(self, task_id: str) -> list[str]:
+        items = self._query_all(
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :w)",
+            ExpressionAttributeValues=_item({":pk": f"JRN#{task_id}", ":w": "WAIT#"}),
+            ConsistentRead=True,
+        )
+        return [str(i["token"]) for i in items]
+
+    # ------------------------------------------------------------------ push configs
+    def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=_item(
+                {
+                    "PK": f"PUSH#{task_id}",
+                    "SK": f"CFG#{config.config.id}",
+                    "body": json.dumps(config.config.wire()),
+                    "createdAt": config.created_at,
+                }
+            ),
+        )
+
+    def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        item = self._get(_item({"PK": f"PUSH#{task_id}", "SK": f"CFG#{config_id}"}))
+        return self._push(item) if item else None
+
+    def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
+        items = self._query_all(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues=_item({":pk": f"PUSH#{task_id}"}),
+            ConsistentRead=True,
+        )
+        return sorted((self._push(i) for i in items), key=lambda c: (c.created_at, c.config.id or ""))
+
+    def delete_push_config(self, task_id: str, config_id: str) -> None:
+        self._db.delete_item(
+            TableName=self._table, Key=_item({"PK": f"PUSH#{task_id}", "SK": f"CFG#{config_id}"})
+        )
+
+    @staticmethod
+    def _push(item: dict[str, Any]) -> StoredPushConfig:
+        return StoredPushConfig(
+            config=TaskPushNotificationConfig.model_validate_json(item["body"]), created_at=item["createdAt"]
+        )

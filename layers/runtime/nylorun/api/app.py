@@ -1,0 +1,190 @@
+"""The HTTP face of the Runtime: Agent Cards and the A2A 1.0 JSON-RPC endpoint (FastAPI; Mangum on Lambda,
+uvicorn locally — the same app).
+
+    GET  /v1/a2a/agents/{agent}/.well-known/agent-card.json
+    POST /v1/a2a/agents/{agent}
+
+This module parses and maps; the service decides. Errors are JSON-RPC objects with HTTP 200 (reference §2);
+only an unknown Agent (404) and missing credentials (401) are HTTP errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from email.utils import formatdate
+from typing import Any
+
+from nylorun.observability import logger
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from nylorun.api.auth import Authenticator, Unauthenticated
+from nylorun.engine.agent import AgentRegistry
+from nylorun.profile.card import A2A_PATH, build_card
+from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
+from nylorun.protocol import jsonrpc
+from nylorun.protocol.errors import (
+    A2AError,
+    InternalError,
+    InvalidRequestError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+from nylorun.protocol.models import (
+    CancelTaskRequest,
+    CreatePushConfigRequest,
+    GetTaskRequest,
+    ListPushConfigsRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    TaskIdRequest,
+)
+from nylorun.service.a2a import A2AService, Caller
+from nylorun.settings import Settings
+
+EXTENSIONS_HEADER = "A2A-Extensions"
+VERSION_HEADER = "A2A-Version"
+JSON_RPC_CONTENT = "application/json"
+
+Handler = Callable[[A2AService, Caller, dict[str, Any]], Any]
+
+# One table: JSON-RPC method → (params model, service call).
+ROUTES: dict[str, Handler] = {
+    "SendMessage": lambda s, c, p: s.send_message(c, jsonrpc.parse_params(SendMessageRequest, p)),
+    "GetTask": lambda s, c, p: s.get_task(c, jsonrpc.parse_params(GetTaskRequest, p)),
+    "ListTasks": lambda s, c, p: s.list_tasks(c, jsonrpc.parse_params(ListTasksRequest, p)),
+    "CancelTask": lambda s, c, p: s.cancel_task(c, jsonrpc.parse_params(CancelTaskRequest, p)),
+    "CreateTaskPushNotificationConfig": lambda s, c, p: s.create_push_config(
+        c, jsonrpc.parse_params(CreatePushConfigRequest, p)
+    ),
+    "GetTaskPushNotificationConfig": lambda s, c, p: s.get_push_config(c, jsonrpc.parse_params(TaskIdRequest, p)),
+    "ListTaskPushNotificationConfigs": lambda s, c, p: s.list_push_configs(
+        c, jsonrpc.parse_params(ListPushConfigsRequest, p)
+    ),
+    "DeleteTaskPushNotificationConfig": lambda s, c, p: s.delete_push_config(
+        c, jsonrpc.parse_params(TaskIdRequest, p)
+    ),
+}
+
+
+def check_version(header: str | None, query: str | None) -> None:
+    """A2A §3: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
+
+    Decision: a missing version is treated as 0.3, as the spec says (§3.6.2), so it is rejected with -32009
+    and a message saying what to send. Being strict keeps the MUST and tells a bare curl user exactly what
+    to add; the a2a-sdk and the TCK always send the header.
+    """
+    value = (header or query or "").strip()
+    if not value:
+        raise VersionNotSupportedError(
+            "A2A version '0.3' is not supported (no A2A-Version header was sent). "
+            "This Runtime speaks A2A 1.0: send the header 'A2A-Version: 1.0'."
+        )
+    major, _, _minor = value.partition(".")
+    if major != "1":
+        raise VersionNotSupportedError(f"A2A version '{value[:16]}' is not supported. Expected '1.0'.")
+
+
+def create_app(
+    service: A2AService, registry: AgentRegistry, settings: Settings, authenticator: Authenticator
+) -> FastAPI:
+    app = FastAPI(title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None)
+    started = formatdate(usegmt=True)
+
+    def base_url(request: Request) -> str:
+        if settings.public_base_url:
+            return settings.public_base_url
+        scheme = request.headers.get("x-forwarded-proto", request.url.scheme)
+        host = request.headers.get("host", request.url.netloc)
+        return f"{scheme}://{host}"
+
+    @app.get("/v1/a2a/agents")
+    def list_agents(request: Request) -> dict[str, Any]:
+        base = base_url(request)
+        return {"agents": [{"name": n, "url": f"{base}{A2A_PATH}/{n}"} for n in registry.names()]}
+
+    @app.get(A2A_PATH + "/{agent_name}/.well-known/agent-card.json")
+    def agent_card(agent_name: str, request: Request) -> Response:
+        agent = registry.get(agent_name)
+        if agent is None:
+            return _not_found(agent_name)
+        body = json.dumps(build_card(agent, base_url(request), settings), separators=(",", ":")).encode()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        headers = {"Cache-Control": "public, max-age=300", "ETag": etag, "Last-Modified": started}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+    @app.post(A2A_PATH + "/{agent_name}")
+    async def rpc(agent_name: str, request: Request) -> Response:
+        if registry.get(agent_name) is None:
+            return _not_found(agent_name)
+        try:
+            subject = authenticator.subject(request)
+        except Unauthenticated as exc:
+            return JSONResponse(
+                {"error": str(exc)},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="nylorun", error="invalid_token"'},
+            )
+        declared = list(PROFILE_EXTENSIONS)
+        activated = parse_activation(request.headers.getlist(EXTENSIONS_HEADER), declared)
+        headers = {EXTENSIONS_HEADER: ", ".join(activated)} if activated else {}
+
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > settings.max_request_bytes:
+            return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > settings.max_request_bytes:
+                return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
+
+        caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
+        version = (request.headers.get(VERSION_HEADER), request.query_params.get(VERSION_HEADER))
+        payload = await run_in_threadpool(_dispatch, service, caller, body, version)
+        return _answer(payload, headers)
+
+    return app
+
+
+def _dispatch(
+    service: A2AService, caller: Caller, body: bytes, version: tuple[str | None, str | None]
+) -> dict[str, Any]:
+    try:
+        request = jsonrpc.decode(body)
+    except jsonrpc.RequestError as exc:
+        return jsonrpc.failure(exc.request_id, exc.error)
+    logger.append_keys(rpc_method=request.method, agent=caller.agent)
+    try:
+        check_version(*version)
+        handler = ROUTES.get(request.method)
+        if handler is None:
+            if request.method in ("SendStreamingMessage", "SubscribeToTask"):
+                raise jsonrpc.streaming_unsupported(request.method)
+            # GetExtendedAgentCard: capabilities.extendedAgentCard is false (Profile v2: No; reference §8).
+            raise UnsupportedOperationError("GetExtendedAgentCard is not supported: this Agent has no extended card")
+        return jsonrpc.success(request.id, handler(service, caller, request.params))
+    except A2AError as exc:
+        return jsonrpc.failure(request.id, exc)
+    except Exception:
+        # No stack trace reaches a caller; the log has it, with the request's method and task keys.
+        logger.exception("unhandled error")
+        return jsonrpc.failure(request.id, InternalError())
+    finally:
+        logger.remove_keys(["rpc_method", "task_id", "context_id"])
+
+
+def _answer(payload: dict[str, Any], headers: dict[str, str]) -> Response:
+    return Response(json.dumps(payload, separators=(",", ":")), media_type=JSON_RPC_CONTENT, headers=headers)
+
+
+def _too_large(settings: Settings) -> InvalidRequestError:
+    return InvalidRequestError(f"Payload too large: the limit is {settings.max_request_bytes} bytes")
+
+
+def _not_found(agent_name: str) -> JSONResponse:
+    return JSONResponse({"error": f"No agent named {agent_name[:64]!r} is served here"}, status_code=404)

@@ -1,0 +1,94 @@
+"""How an Agent is declared, and the one registry both the api function (cards) and the turn function
+(turns) load.
+
+    from nylorun.engine import Agent, Skill, Turn
+
+    hello = Agent(name="hello", description="Greets people.",
+                  skills=[Skill(id="greet", name="Greet", description="Says hello.", tags=["demo"])])
+
+    @hello.turn
+    def run(turn: Turn) -> None:
+        turn.reply(f"Hello, {turn.text}!")
+
+Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve your own Agents beside the
+built-in ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from nylorun.protocol.models import Message
+
+if TYPE_CHECKING:
+    from nylorun.engine.turn import Turn
+
+
+@dataclass(frozen=True)
+class Skill:
+    id: str
+    name: str
+    description: str
+    tags: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+
+
+TurnFunction = Callable[["Turn"], None]
+DirectFunction = Callable[[Message], "Message | None"]
+
+
+@dataclass
+class Agent:
+    name: str
+    description: str
+    skills: list[Skill]
+    version: str = "1.0.0"
+    input_modes: list[str] = field(default_factory=lambda: ["text/plain"])
+    output_modes: list[str] = field(default_factory=lambda: ["text/plain"])
+    run: TurnFunction | None = None
+    # Optional stateless answer, run in the api function: a Message back means "no task" (A2A §8).
+    # It must have no side effects; anything durable belongs in `run`.
+    direct: DirectFunction | None = None
+
+    def turn(self, fn: TurnFunction) -> TurnFunction:
+        self.run = fn
+        return fn
+
+    def direct_reply(self, fn: DirectFunction) -> DirectFunction:
+        self.direct = fn
+        return fn
+
+
+class AgentRegistry:
+    def __init__(self, agents: Iterable[Agent] = ()) -> None:
+        self._agents: dict[str, Agent] = {}
+        for agent in agents:
+            self.add(agent)
+
+    def add(self, agent: Agent) -> None:
+        if agent.run is None:
+            raise ValueError(f"agent {agent.name!r} has no turn function (decorate one with @agent.turn)")
+        self._agents[agent.name] = agent
+
+    def get(self, name: str) -> Agent | None:
+        return self._agents.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._agents)
+
+
+def load_registry() -> AgentRegistry:
+    """The built-in Agents plus any named in NYLORUN_AGENTS ("module:attribute", comma-separated)."""
+    from nylorun.agents import BUILT_IN
+
+    registry = AgentRegistry(BUILT_IN)
+    for ref in filter(None, (r.strip() for r in os.environ.get("NYLORUN_AGENTS", "").split(","))):
+        module, _, attribute = ref.partition(":")
+        found = getattr(importlib.import_module(module), attribute or "agent")
+        for agent in found if isinstance(found, (list, tuple)) else [found]:
+            registry.add(agent)
+    return registry

@@ -1,0 +1,231 @@
+"""The turn function's four actions, called by the state machine (statemachines/turn.asl.json).
+
+* run     run (or replay) the agent; returns the outcome the state machine branches on
+* park    keep the callback token beside the open interaction (WaitForAnswer)
+* expire  nobody answered in time: the task fails
+* fail    the run failed past its retries: the task fails, with no internals in the message
+
+Each action is safe to run twice on the same input: Step Functions and Lambda both retry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from typing import Any, TypedDict
+
+from nylorun.observability import logger, metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.turn import Finished, Interrupted, NonDeterministicAgent, OutcomeLost, Turn
+from nylorun.ports import JournalEntry, StateConflict, TaskRecord, TaskStore, TurnCanceled, TurnOrchestrator
+from nylorun.profile.extensions import TELEMETRY, Telemetry, with_extension
+from nylorun.protocol.models import INTERRUPTED_STATES, Message, Part, Role, TaskState, TaskStatus
+
+
+ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+NOT_TERMINAL = frozenset({TaskState.SUBMITTED, TaskState.WORKING, *INTERRUPTED_STATES})
+
+
+class Outcome(TypedDict):
+    outcome: str  # "ended" | "interrupted" | "uncertain"
+    interactionId: str | None
+
+
+def _ended() -> Outcome:
+    return {"outcome": "ended", "interactionId": None}
+
+
+def current_trace_id(task_id: str) -> str:
+    """The X-Ray trace id of this run (Lambda sets _X_AMZN_TRACE_ID); locally a stable one per task."""
+    header = os.environ.get("_X_AMZN_TRACE_ID", "")
+    for part in header.split(";"):
+        if part.startswith("Root="):
+            return part.removeprefix("Root=")
+    digest = hashlib.sha256(task_id.encode()).hexdigest()
+    return f"1-{digest[:8]}-{digest[8:32]}"
+
+
+def totals(journal: dict[int, JournalEntry], trace_id: str) -> Telemetry:
+    """telemetry/v1 totals from the journal, so a replayed turn never counts anything twice."""
+    usage = [e.result or {} for e in journal.values() if e.kind == "usage"]
+    return Telemetry(
+        steps=sum(1 for e in journal.values() if e.kind == "effect" and e.finished),
+        tokens=sum(int(u.get("tokens", 0)) for u in usage),
+        cost_usd=round(sum(float(u.get("costUsd", 0.0)) for u in usage), 6),
+        trace_id=trace_id,
+    )
+
+
+def with_telemetry(message: Message, telemetry: Telemetry) -> Message:
+    metadata, extensions = with_extension(message.metadata, message.extensions, TELEMETRY, telemetry)
+    return message.model_copy(update={"metadata": metadata, "extensions": extensions})
+
+
+def agent_text(record: TaskRecord, text: str) -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        task_id=record.task_id,
+        context_id=record.context_id,
+    )
+
+
+class TurnRunner:
+    def __init__(self, store: TaskStore, registry: AgentRegistry, orchestrator: TurnOrchestrator) -> None:
+        self._store = store
+        self._registry = registry
+        self._orchestrator = orchestrator
+
+    def handle(self, event: dict[str, Any]) -> Outcome:
+        action = event.get("action", "run")
+        task_id = str(event["taskId"])
+        logger.append_keys(task_id=task_id)
+        if action == "run":
+            return self.run(task_id)
+        if action == "park":
+            return self.park(task_id, str(event["interactionId"]), str(event["token"]))
+        if action == "expire":
+            return self._end_failed(task_id, "No answer arrived in time; the task has ended.", NOT_TERMINAL)
+        if action == "fail":
+            return self._end_failed(task_id, "The agent could not complete this turn.", NOT_TERMINAL)
+        raise ValueError(f"unknown action {action!r}")
+
+    # ------------------------------------------------------------------ run
+    def run(self, task_id: str) -> Outcome:
+        record = self._store.get(task_id)
+        if record is None:
+            logger.error("turn for a task that does not exist")
+            return _ended()
+        logger.append_keys(context_id=record.context_id, agent=record.owner.agent)
+        if record.state.terminal:
+            return _ended()  # canceled (or already finished by an earlier run): nothing more to do
+        if record.state.interrupted and record.interaction is not None:
+            # A rerun while a person has not answered yet: keep waiting on the same interaction.
+            return {"outcome": "interrupted", "interactionId": record.interaction.interaction_id}
+        agent = self._registry.get(record.owner.agent)
+        if agent is None or agent.run is None:
+            return self._end_failed(task_id, "This agent is no longer served.", ACTIVE)
+        if record.state == TaskState.SUBMITTED:
+            try:
+                record = self._start(record)
+            except StateConflict:
+                return _ended()
+            metrics.add_metric(name="TurnStarted", unit=MetricUnit.Count, value=1)
+
+        journal = self._store.journal(task_id)
+        turn = Turn(self._store, record, journal)
+        trace_id = current_trace_id(task_id)
+        try:
+            try:
+                agent.run(turn)
+            except Finished:
+                pass
+        except Interrupted as stop:
+            return self._interrupt(turn, stop)
+        except OutcomeLost as lost:
+            logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
+            metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
+            self._safely(
+                lambda: self._store.set_status(
+                    task_id,
+                    TaskStatus(state=TaskState.WORKING, message=turn.uncertain_message(lost.effect_id)),
+                    expect={TaskState.WORKING},
+                    plan=turn.plan_steps(),
+                )
+            )
+            return {"outcome": "uncertain", "interactionId": None}
+        except (TurnCanceled, StateConflict):
+            logger.info("turn stopped: the task changed under it (canceled)")
+            return _ended()
+        except NonDeterministicAgent:
+            logger.exception("agent is not deterministic on replay")
+            return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
+        except Exception:
+            # The agent's own error: log it, never show it (no stack trace reaches a caller).
+            logger.exception("agent raised")
+            return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
+
+        journal = self._store.journal(task_id)
+        reply = turn.outcome_message() or agent_text(record, "Done.")
+        state = TaskState.REJECTED if turn.rejected else TaskState.COMPLETED
+        reply = with_telemetry(reply, totals(journal, trace_id))
+        self._safely(
+            lambda: self._store.set_status(
+                task_id,
+                TaskStatus(state=state, message=reply),
+                expect={TaskState.WORKING},
+                history=[reply],
+                plan=turn.plan_steps(),
+            )
+        )
+        metrics.add_metric(name="TurnEnded", unit=MetricUnit.Count, value=1)
+        return _ended()
+
+    def _start(self, record: TaskRecord) -> TaskRecord:
+        self._store.set_status(record.task_id, TaskStatus(state=TaskState.WORKING), expect={TaskState.SUBMITTED})
+        return self._store.get(record.task_id) or record
+
+    def _interrupt(self, turn: Turn, stop: Interrupted) -> Outcome:
+        # Profile v2: approval and connection → AUTH_REQUIRED; question → INPUT_REQUIRED.
+        state = TaskState.INPUT_REQUIRED if stop.interaction.kind == "question" else TaskState.AUTH_REQUIRED
+        message = turn.interaction_message(stop)
+        try:
+            self._store.set_status(
+                turn.task_id,
+                TaskStatus(state=state, message=message),
+                expect={TaskState.WORKING},
+                history=[message],
+                interaction=stop.interaction,
+                interaction_seq=stop.seq,
+                plan=turn.plan_steps(),
+            )
+        except StateConflict:
+            return _ended()
+        metrics.add_metric(name="InteractionRequested", unit=MetricUnit.Count, value=1)
+        return {"outcome": "interrupted", "interactionId": stop.interaction.interaction_id}
+
+    # ------------------------------------------------------------------ park
+    def park(self, task_id: str, interaction_id: str, token: str) -> Outcome:
+        self._store.put_wait_token(task_id, interaction_id, token)
+        # The answer may have arrived before the token was stored: then nobody else will send it.
+        record = self._store.get(task_id)
+        still_open = (
+            record is not None
+            and record.state.interrupted
+            and record.interaction is not None
+            and record.interaction.interaction_id == interaction_id
+        )
+        if not still_open:
+            if record is None or record.state.terminal:
+                self._orchestrator.abandon(token, "The task ended while waiting")
+            else:
+                self._orchestrator.resume(token)
+        return {"outcome": "parked", "interactionId": interaction_id}
+
+    # ------------------------------------------------------------------ ends
+    def _end_failed(self, task_id: str, text: str, expect: frozenset[TaskState]) -> Outcome:
+        record = self._store.get(task_id)
+        if record is None or record.state.terminal:
+            return _ended()
+        message = with_telemetry(
+            agent_text(record, text), totals(self._store.journal(task_id), current_trace_id(task_id))
+        )
+        self._safely(
+            lambda: self._store.set_status(
+                task_id, TaskStatus(state=TaskState.FAILED, message=message), expect=expect, history=[message]
+            )
+        )
+        metrics.add_metric(name="TurnFailed", unit=MetricUnit.Count, value=1)
+        return _ended()
+
+    @staticmethod
+    def _safely(write: Any) -> None:
+        """A final write that finds the task changed (canceled meanwhile) has nothing left to do."""
+        try:
+            write()
+        except StateConflict:
+            logger.info("task changed before the final write; leaving it as it is")

@@ -1,0 +1,140 @@
+"""AWS on one machine: moto in-process in server mode on loopback, with our Lambda handlers run in-process.
+
+moto's Step Functions really executes the state machine file (`execute_state_machine`), including
+`.waitForTaskToken`. moto cannot run Lambda code without Docker, so `install_lambda_shim` routes moto's
+Lambda invoke to the Python handlers registered here (the deployed code, loaded from `functions/`).
+Written for moto 5.2.5 (pinned); tests/integration/test_local_aws.py fails loudly if it stops working.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import requests
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+LambdaHandler = Callable[[dict[str, Any], Any], Any]
+
+_handlers: dict[str, LambdaHandler] = {}
+_installed = threading.Lock()
+_shim_on = False
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LambdaContext:
+    """The parts of Lambda's context object Powertools reads."""
+
+    def __init__(self, name: str, timeout_ms: int = 300_000) -> None:
+        self.function_name = name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{name}"
+        self.log_stream_name = "local"
+        self._timeout_ms = timeout_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._timeout_ms
+
+
+def register_handler(function_name: str, handler: LambdaHandler) -> None:
+    _handlers[function_name] = handler
+
+
+def invoke_registered(function_name: str, event: dict[str, Any]) -> tuple[Any, str | None]:
+    """Run a registered handler as Lambda would: (result, None) or (error payload, "Unhandled")."""
+    handler = _handlers[function_name]
+    try:
+        return handler(event, LambdaContext(function_name)), None
+    except Exception as exc:  # Lambda reports the error type and message, never our stack to a caller
+        return {"errorType": type(exc).__name__, "errorMessage": str(exc)}, "Unhandled"
+
+
+def install_lambda_shim() -> None:
+    global _shim_on
+    with _installed:
+        if _shim_on:
+            return
+        from moto.awslambda.models import LambdaBackend
+        from moto.awslambda_simple.models import LambdaSimpleBackend
+
+        original = LambdaBackend.invoke
+
+        def invoke(
+            self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any
+        ) -> Any:
+            name = function_name.split(":")[6] if function_name.startswith("arn:") else function_name
+            if name not in _handlers:
+                return original(self, function_name, qualifier, body, headers, response_headers)
+            event = json.loads(body) if body else {}
+            result, error = invoke_registered(name, event)
+            if error:
+                response_headers["x-amz-function-error"] = error
+            payload = json.dumps(result).encode()
+            response_headers["Content-Length"] = str(len(payload))
+            return payload
+
+        LambdaBackend.invoke = invoke  # type: ignore[method-assign]
+        LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
+        _shim_on = True
+
+
+class LocalAws:
+    """One moto server for the process, on 127.0.0.1. Sets the environment boto3 reads."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._server: Any = None
+
+    def start(self) -> LocalAws:
+        from moto.server import ThreadedMotoServer
+
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_SESSION_TOKEN": "testing",
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_REGION": REGION,
+                # Step Functions task integrations call back into moto on this port.
+                "MOTO_PORT": str(self.port),
+                "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            }
+        )
+        install_lambda_shim()
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._server.start()
+        response = requests.post(
+            f"{self.endpoint}/moto-api/config",
+            json={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}},
+            timeout=10,
+        )
+        response.raise_for_status()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    @staticmethod
+    def client(name: str) -> Any:
+        return boto3.client(name, region_name=REGION)  # type: ignore[call-overload]

@@ -1,0 +1,127 @@
+"""The whole Runtime on one machine: moto for AWS, the real handlers in-process, the api app under uvicorn.
+
+`nylorun serve` runs it in the foreground; the end-to-end tests start it in a thread on a free port.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from nylorun.local.aws import LocalAws, free_port
+from nylorun.local.stack import LocalStack, create_stack, start_functions
+from nylorun.settings import AuthMode, Settings
+from nylorun.wiring import Runtime, build_runtime
+
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
+
+
+@dataclass
+class LocalOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    auth: AuthMode = "dev"
+    dev_tokens: dict[str, str] = field(default_factory=dict)
+    push_secret: str | None = None
+    a2a_wait_ms: int | None = None
+    interaction_timeout_seconds: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class LocalRuntime:
+    def __init__(self, options: LocalOptions) -> None:
+        self.options = options
+        if options.port == 0:
+            options.port = free_port()
+        if options.auth == "dev" and not options.dev_tokens:
+            options.dev_tokens = {f"dev-{secrets.token_urlsafe(18)}": "dev"}
+        if not options.push_secret:
+            options.push_secret = os.environ.get("NYLORUN_PUSH_SECRET") or _new_push_secret()
+        self.aws = LocalAws()
+        self.stack: LocalStack | None = None
+        self.runtime: Runtime | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.options.host}:{self.options.port}"
+
+    def agent_url(self, agent: str) -> str:
+        return f"{self.base_url}/v1/a2a/agents/{agent}"
+
+    def prepare(self) -> Runtime:
+        """Start moto, create the stack from template.yaml, load the functions, build the api app."""
+        self.aws.start()
+        self.stack = create_stack(self.aws)
+        opts = self.options
+        env = {
+            "NYLORUN_TABLE": self.stack.table_name,
+            "NYLORUN_STATE_MACHINE_ARN": self.stack.state_machine_arn,
+            "NYLORUN_AUTH": opts.auth,
+            "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
+            "NYLORUN_PUSH_SECRET": opts.push_secret or "",
+            # Locally, push receivers on loopback are allowed (the TCK's receiver runs there).
+            "NYLORUN_PUSH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
+            "POWERTOOLS_SERVICE_NAME": "nylorun",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+            **({"NYLORUN_A2A_WAIT_MS": str(opts.a2a_wait_ms)} if opts.a2a_wait_ms is not None else {}),
+            **(
+                {"NYLORUN_INTERACTION_TIMEOUT_SECONDS": str(opts.interaction_timeout_seconds)}
+                if opts.interaction_timeout_seconds is not None
+                else {}
+            ),
+            **opts.extra_env,
+        }
+        os.environ.update(env)
+        start_functions(self.stack)
+        self.runtime = build_runtime(Settings.from_env())
+        return self.runtime
+
+    def app(self) -> Any:
+        assert self.runtime is not None, "call prepare() first"
+        return self.runtime.app()
+
+    def start_in_thread(self) -> LocalRuntime:
+        """For tests: serve on the configured port in a background thread until stop()."""
+        self.prepare()
+        config = uvicorn.Config(
+            self.app(), host=self.options.host, port=self.options.port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="nylorun-api", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the local Runtime did not start")
+            time.sleep(0.02)
+        return self
+
+    def serve_forever(self) -> None:
+        config = uvicorn.Config(
+            self.app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
+        )
+        uvicorn.Server(config).run()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.aws.stop()
+
+
+def _new_push_secret() -> str:
+    # Standard Webhooks secrets are "whsec_" + base64 of 24-64 random bytes.
+    import base64
+
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()

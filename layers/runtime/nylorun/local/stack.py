@@ -1,0 +1,139 @@
+"""Create the stack's resources on moto from template.yaml (not from a second description of them).
+
+moto cannot deploy the SAM template itself (reference: aws-local-testing.md), so this reads each resource's
+properties from the template and makes the same calls CloudFormation would, with local names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from nylorun.local import template
+from nylorun.local.aws import ACCOUNT, REGION, LocalAws, register_handler
+
+# Template resources the local Runtime creates, and the Lambda functions it runs in-process.
+FUNCTIONS = ("TurnFunction",)
+
+
+@dataclass(frozen=True)
+class LocalStack:
+    prefix: str
+    table_name: str
+    state_machine_arn: str
+    function_names: dict[str, str]
+
+
+def _function_name(prefix: str, logical_id: str) -> str:
+    return f"{prefix}-{logical_id}"
+
+
+def _function_arn(name: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+
+
+def create_table(client: Any, name: str) -> None:
+    props = template.properties("TasksTable")
+    client.create_table(
+        TableName=name,
+        BillingMode=props["BillingMode"],
+        AttributeDefinitions=props["AttributeDefinitions"],
+        KeySchema=props["KeySchema"],
+        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+        StreamSpecification={"StreamEnabled": True, **props["StreamSpecification"]},
+    )
+    ttl = props["TimeToLiveSpecification"]
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification={**ttl, "Enabled": True})
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    raise RuntimeError('run in-process')\n")
+    return buffer.getvalue()
+
+
+def load_handler(logical_id: str) -> ModuleType:
+    """Import functions/<name>/app.py under a unique module name (every function's module is `app`)."""
+    code_uri = template.properties(logical_id)["CodeUri"]
+    module_file, attribute = template.properties(logical_id)["Handler"].split(".")
+    path = template.REPO_ROOT / code_uri / f"{module_file}.py"
+    spec = importlib.util.spec_from_file_location(f"nylorun_function_{logical_id}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, attribute, None)):
+        raise RuntimeError(f"{path}: {attribute} is not a callable handler")
+    return module
+
+
+def definition(logical_id: str, substitutions: dict[str, str]) -> str:
+    props = template.properties(logical_id)
+    text = (template.REPO_ROOT / props["DefinitionUri"]).read_text()
+    for key, value in substitutions.items():
+        text = text.replace("${" + key + "}", value)
+    return text
+
+
+def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
+    iam = aws.client("iam")
+    role = iam.create_role(
+        RoleName=f"{prefix}-role",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+    )["Role"]["Arn"]
+
+    table_name = f"{prefix}-tasks"
+    create_table(aws.client("dynamodb"), table_name)
+
+    lambdas = aws.client("lambda")
+    names: dict[str, str] = {}
+    for logical_id in FUNCTIONS:
+        props = template.properties(logical_id)
+        name = _function_name(prefix, logical_id)
+        lambdas.create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=role,
+            Handler=props["Handler"],
+            Code={"ZipFile": _zip()},
+            Timeout=int(props.get("Timeout", 30)),
+        )
+        names[logical_id] = name
+
+    # DefinitionSubstitutions: each `!GetAtt X.Arn` becomes the local ARN of X.
+    subs: dict[str, str] = {}
+    for key, value in template.properties("TurnStateMachine")["DefinitionSubstitutions"].items():
+        target = value["Fn::GetAtt"][0]
+        subs[key] = _function_arn(names[target])
+    machine = aws.client("stepfunctions").create_state_machine(
+        name=f"{prefix}-turn", definition=definition("TurnStateMachine", subs), roleArn=role, type="STANDARD"
+    )
+    return LocalStack(
+        prefix=prefix,
+        table_name=table_name,
+        state_machine_arn=machine["stateMachineArn"],
+        function_names=names,
+    )
+
+
+def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
+    """Load each function's real handler module and let moto's Lambda invoke call it in-process.
+
+    Call after the environment holds the stack's names: handler modules build their runtime at import.
+    """
+    modules = {}
+    for logical_id, name in stack.function_names.items():
+        module = load_handler(logical_id)
+        attribute = template.properties(logical_id)["Handler"].split(".")[1]
+        register_handler(name, getattr(module, attribute))
+        modules[logical_id] = module
+    return modules
+
+
+__all__ = ["LocalStack", "create_stack", "start_functions", "create_table", "Path"]

@@ -1,0 +1,50 @@
+"""Read template.yaml: the one source of truth for the names, keys and definitions the local Runtime creates."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+TEMPLATE = REPO_ROOT / "template.yaml"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short tags (!Ref, !Sub, !GetAtt, ...) read as their long forms."""
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt" and isinstance(value, str):
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+@lru_cache(maxsize=4)
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    with path.open() as handle:
+        return dict(yaml.load(handle, Loader=_CfnLoader))  # noqa: S506 - SafeLoader subclass
+
+
+def resource(logical_id: str, path: Path = TEMPLATE) -> dict[str, Any]:
+    return dict(load_template(path)["Resources"][logical_id])
+
+
+def properties(logical_id: str, path: Path = TEMPLATE) -> dict[str, Any]:
+    return dict(resource(logical_id, path).get("Properties", {}))
+
+
+def parameter_default(name: str, path: Path = TEMPLATE) -> Any:
+    return load_template(path)["Parameters"][name].get("Default")

@@ -1,0 +1,211 @@
+"""The interfaces the service and the turn engine speak to, and the domain records they exchange.
+
+Adapters (DynamoDB, Step Functions, ...) implement these and translate AWS errors into the domain errors
+below; `service/errors.py`-style mapping to JSON-RPC happens in the service, never in an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfig, TaskState, TaskStatus
+
+
+# ---------------------------------------------------------------- domain errors (adapters raise these)
+class StoreError(Exception):
+    """Base of the store's domain errors."""
+
+
+class ContextBusy(StoreError):
+    def __init__(self, active_task_id: str) -> None:
+        super().__init__(f"context busy with {active_task_id}")
+        self.active_task_id = active_task_id
+
+
+class DuplicateMessage(StoreError):
+    """The subject already sent this messageId to this agent: the answer is the task it made."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"message already made {task_id}")
+        self.task_id = task_id
+
+
+class StateConflict(StoreError):
+    """A conditional write found the task in another state (or version) than expected."""
+
+
+class TurnCanceled(StoreError):
+    """The task was canceled: no effect may start (Profile v2 / DESIGN: cancel really stops)."""
+
+
+class ContextMismatch(StoreError):
+    pass
+
+
+# ---------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Owner:
+    """Who a task belongs to: the caller's subject and the Agent (Profile v2: who the caller acts for)."""
+
+    subject: str
+    agent: str
+
+
+@dataclass
+class TaskRecord:
+    task_id: str
+    context_id: str
+    owner: Owner
+    turn: int
+    status: TaskStatus
+    history: list[Message] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    interaction: Interaction | None = None
+    plan: list[PlanStep] = field(default_factory=list)
+    version: int = 0
+
+    @property
+    def state(self) -> TaskState:
+        return self.status.state
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    owner: Owner
+    context_id: str
+    message: Message
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    context_id: str | None = None
+    state: TaskState | None = None
+    status_after: datetime | None = None
+    page_size: int = 50
+    page_token: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[TaskRecord]
+    next_page_token: str
+    total_size: int
+
+
+@dataclass(frozen=True)
+class StoredPushConfig:
+    config: TaskPushNotificationConfig  # with credentials: never returned to a caller as is
+    created_at: str
+
+
+JournalKind = Literal["effect", "interaction", "usage"]
+
+
+@dataclass
+class JournalEntry:
+    """One operation of a turn, by its position in the agent's code (replay order)."""
+
+    seq: int
+    kind: JournalKind
+    name: str
+    finished: bool = False
+    result: Any = None
+    answer: Any = None  # interactions: the caller's answer once given
+
+
+class InvalidPageToken(StoreError):
+    pass
+
+
+# ---------------------------------------------------------------- ports
+class TaskStore(Protocol):
+    def create_turn(self, new: NewTurn) -> TaskRecord:
+        """Open the context's next turn: task SUBMITTED, message in history. Raises ContextBusy or
+        DuplicateMessage (the messageId was seen before). Safe to retry: the second call raises
+        DuplicateMessage with the first call's task."""
+        ...
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        """Consistent read of a task with its history and artifacts."""
+        ...
+
+    def task_for_message(self, owner: Owner, message_id: str) -> str | None: ...
+
+    def list(self, owner: Owner, query: TaskQuery) -> TaskPage:
+        """Owner's tasks, newest status first. Raises InvalidPageToken."""
+        ...
+
+    def set_status(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        expect: Collection[TaskState],
+        history: Sequence[Message] = (),
+        interaction: Interaction | None = None,
+        interaction_seq: int | None = None,
+        plan: Sequence[PlanStep] | None = None,
+    ) -> TaskRecord:
+        """Conditional status change (StateConflict unless the task is in one of `expect`). A terminal
+        status frees the context. `history` is appended; the open interaction is replaced."""
+        ...
+
+    def put_artifact(self, task_id: str, artifact: Artifact) -> None: ...
+
+    def answer_interaction(
+        self, task_id: str, interaction_id: str, answer: Any, message: Message, status: TaskStatus, owner: Owner
+    ) -> None:
+        """Record the caller's answer exactly once, with the reply in history and the new status:
+        StateConflict if the interaction is not the open one (unknown, already answered, or raced by another
+        answer); DuplicateMessage if the reply's messageId was seen before."""
+        ...
+
+    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None: ...
+
+    def journal(self, task_id: str) -> dict[int, JournalEntry]: ...
+
+    def journal_start(self, task_id: str, entry: JournalEntry) -> None:
+        """Write an entry *started*; TurnCanceled if the task is canceled, StateConflict if the seq exists."""
+        ...
+
+    def journal_finish(self, task_id: str, seq: int, result: Any) -> None: ...
+
+    def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None: ...
+
+    def get_wait_token(self, task_id: str, interaction_id: str) -> str | None: ...
+
+    def wait_tokens(self, task_id: str) -> list[str]: ...
+
+    def put_push_config(self, task_id: str, config: StoredPushConfig) -> None: ...
+
+    def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
+
+    def list_push_configs(self, task_id: str) -> list[StoredPushConfig]: ...
+
+    def delete_push_config(self, task_id: str, config_id: str) -> None: ...
+
+
+class TurnOrchestrator(Protocol):
+    """Runs turns durably (Step Functions deployed and locally on moto)."""
+
+    def start(self, task_id: str) -> None:
+        """Start the task's turn. Idempotent: the execution is named by the task id."""
+        ...
+
+    def resume(self, token: str) -> None:
+        """The open interaction was answered: continue the waiting execution."""
+        ...
+
+    def abandon(self, token: str, reason: str) -> None:
+        """The task was canceled while waiting: end the wait."""
+        ...
+
+    def stop(self, task_id: str) -> None:
+        """Stop the turn's execution (cancel). Idempotent."""
+        ...

@@ -1,0 +1,148 @@
+"""JSON-RPC 2.0 envelope for the A2A 1.0 binding (reference §2, §4).
+
+`decode` turns raw bytes into a request or raises the error to answer with; `parse_params` validates
+`params` into a wire model, turning pydantic's errors into -32602 with field violations.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from nylorun.protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ParseError,
+    UnsupportedOperationError,
+)
+
+RequestId = str | int | None
+M = TypeVar("M", bound=BaseModel)
+
+# A2A 1.0 method names (the gRPC names). Everything else, 0.3's `message/send` included, is -32601.
+METHODS = frozenset(
+    {
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "SubscribeToTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+    }
+)
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class Request:
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+
+
+class RequestError(Exception):
+    """An error answered before the request id was known (or with it, when it was)."""
+
+    def __init__(self, error: A2AError, request_id: RequestId = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+
+
+def decode(body: bytes) -> Request:
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise RequestError(ParseError()) from None
+    except RecursionError:
+        raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels")) from None
+    if _depth(payload) > MAX_DEPTH:
+        raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels"))
+    if isinstance(payload, list):
+        # Batches are not part of A2A; the SDK answers -32600 too (reference §2).
+        raise RequestError(InvalidRequestError("Batch requests are not supported"))
+    if not isinstance(payload, dict):
+        raise RequestError(InvalidRequestError("A JSON-RPC request is a JSON object"))
+    request_id = payload.get("id")
+    if not (request_id is None or isinstance(request_id, (str, int))) or isinstance(request_id, bool):
+        raise RequestError(InvalidRequestError("`id` must be a string, a number or null"))
+    if payload.get("jsonrpc") != "2.0":
+        raise RequestError(InvalidRequestError('`jsonrpc` must be "2.0"'), request_id)
+    method = payload.get("method")
+    if not isinstance(method, str) or not method:
+        raise RequestError(InvalidRequestError("`method` must be a non-empty string"), request_id)
+    if method not in METHODS:
+        raise RequestError(MethodNotFoundError(f"Method not found: {method[:80]}"), request_id)
+    params = payload.get("params", {})
+    if params is None:
+        params = {}  # the SDK sends null params for DeleteTaskPushNotificationConfig and GetExtendedAgentCard
+    if not isinstance(params, dict):
+        raise RequestError(InvalidParamsError("`params` must be an object"), request_id)
+    return Request(id=request_id, method=method, params=params)
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def parse_params(model: type[M], params: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        violations = [(_field_path(err["loc"]), _describe(err)) for err in exc.errors(include_url=False)]
+        summary = "; ".join(f"{field}: {description}" for field, description in violations[:5])
+        raise InvalidParamsError(f"Invalid params: {summary}", field_violations=violations) from None
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for item in loc:
+        if isinstance(item, int):
+            path += f"[{item}]"
+        elif isinstance(item, str) and not item.startswith(("function-", "union[")):
+            path += ("." if path else "") + _camel(item)
+    return path or "params"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def _describe(err: Any) -> str:
+    if err["type"] == "missing":
+        return "Field is required."
+    message = str(err["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def success(request_id: RequestId, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def failure(request_id: RequestId, error: A2AError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_jsonrpc()}
+
+
+def streaming_unsupported(method: str) -> UnsupportedOperationError:
+    # Profile v2: `streaming: false`; updates reach callers by push.
+    return UnsupportedOperationError(
+        f"{method} is not supported: this Agent does not stream (capabilities.streaming is false); "
+        "use SendMessage and push notifications"
+    )

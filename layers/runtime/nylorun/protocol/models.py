@@ -1,0 +1,224 @@
+"""A2A 1.0 wire objects as ProtoJSON (reference §1, §5).
+
+camelCase names through aliases, enums as their proto names, unions as `oneof` (the member present is the
+discriminator), zero values omitted when dumping. Unknown fields are ignored, as ProtoJSON parsers do.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Annotated, Any, Self
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+JsonObject = dict[str, Any]
+# A2A §4: historyLength unset = server default, 0 = no history, N = the last N; negative is invalid params.
+HistoryLength = Annotated[int | None, Field(ge=0)]
+
+
+class Wire(BaseModel):
+    """Base of every wire object: camelCase aliases, snake_case accepted too, unknown fields ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", use_enum_values=False
+    )
+
+    def wire(self) -> JsonObject:
+        """ProtoJSON: aliases, enums by name, unset/None omitted."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class TaskState(StrEnum):
+    SUBMITTED = "TASK_STATE_SUBMITTED"
+    WORKING = "TASK_STATE_WORKING"
+    COMPLETED = "TASK_STATE_COMPLETED"
+    FAILED = "TASK_STATE_FAILED"
+    CANCELED = "TASK_STATE_CANCELED"
+    INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+    REJECTED = "TASK_STATE_REJECTED"
+    AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def interrupted(self) -> bool:
+        return self in INTERRUPTED_STATES
+
+
+# A2A §5: terminal tasks are immutable; interrupted ones wait for the caller.
+TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
+INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+class Role(StrEnum):
+    USER = "ROLE_USER"
+    AGENT = "ROLE_AGENT"
+
+
+class Part(Wire):
+    """Exactly one of text | raw | url | data (reference §5)."""
+
+    text: str | None = None
+    raw: str | None = None  # base64
+    url: str | None = None
+    data: Any = None
+    media_type: str | None = None
+    filename: str | None = None
+    metadata: JsonObject | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        present = [name for name in ("text", "raw", "url", "data") if getattr(self, name) is not None]
+        if len(present) != 1:
+            raise ValueError("a part carries exactly one of text, raw, url or data")
+        return self
+
+
+class Message(Wire):
+    message_id: str = Field(min_length=1, max_length=256)
+    context_id: str | None = Field(default=None, max_length=256)
+    task_id: str | None = Field(default=None, max_length=256)
+    role: Role
+    parts: list[Part] = Field(min_length=1)
+    metadata: JsonObject | None = None
+    extensions: list[str] | None = None
+    reference_task_ids: list[str] | None = None
+
+    def text(self) -> str:
+        """All text parts joined: what a core-tier reply says."""
+        return "\n".join(p.text for p in self.parts if p.text is not None)
+
+
+class TaskStatus(Wire):
+    state: TaskState
+    message: Message | None = None
+    timestamp: str | None = None
+
+
+class Artifact(Wire):
+    artifact_id: str = Field(min_length=1)
+    name: str | None = None
+    description: str | None = None
+    parts: list[Part] = Field(min_length=1)
+    metadata: JsonObject | None = None
+    extensions: list[str] | None = None
+
+
+class Task(Wire):
+    id: str
+    context_id: str
+    status: TaskStatus
+    artifacts: list[Artifact] | None = None
+    history: list[Message] | None = None
+    metadata: JsonObject | None = None
+
+
+class AuthenticationInfo(Wire):
+    scheme: str = Field(min_length=1, max_length=64)
+    credentials: str | None = Field(default=None, max_length=4096)
+
+
+class TaskPushNotificationConfig(Wire):
+    tenant: str | None = None
+    id: str | None = Field(default=None, max_length=256)
+    task_id: str | None = None
+    url: str = Field(min_length=1, max_length=2048)
+    token: str | None = Field(default=None, max_length=1024)
+    authentication: AuthenticationInfo | None = None
+
+
+class SendMessageConfiguration(Wire):
+    accepted_output_modes: list[str] | None = None
+    history_length: HistoryLength = None
+    task_push_notification_config: TaskPushNotificationConfig | None = None
+    return_immediately: bool = False
+
+
+class SendMessageRequest(Wire):
+    tenant: str | None = None
+    message: Message
+    configuration: SendMessageConfiguration | None = None
+    metadata: JsonObject | None = None
+
+
+class GetTaskRequest(Wire):
+    tenant: str | None = None
+    id: str = Field(min_length=1)
+    history_length: HistoryLength = None
+
+
+class CancelTaskRequest(Wire):
+    tenant: str | None = None
+    id: str = Field(min_length=1)
+    metadata: JsonObject | None = None
+
+
+class ListTasksRequest(Wire):
+    tenant: str | None = None
+    context_id: str | None = None
+    status: TaskState | None = None
+    page_size: int | None = Field(default=None, ge=1, le=100)
+    page_token: str | None = None
+    history_length: HistoryLength = None
+    status_timestamp_after: datetime | None = None
+    include_artifacts: bool = False
+
+    @field_validator("status_timestamp_after")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+
+class ListTasksResponse(Wire):
+    tasks: list[Task]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+    def wire(self) -> JsonObject:
+        # A2A §4 ListTasks: nextPageToken, pageSize and totalSize are always present, even when zero/empty.
+        out = super().wire()
+        out.setdefault("nextPageToken", "")
+        return out
+
+
+class TaskIdRequest(Wire):
+    """GetTaskPushNotificationConfig / DeleteTaskPushNotificationConfig."""
+
+    tenant: str | None = None
+    task_id: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+
+
+class ListPushConfigsRequest(Wire):
+    tenant: str | None = None
+    task_id: str = Field(min_length=1)
+    page_size: int | None = Field(default=None, ge=1, le=100)
+    page_token: str | None = None
+
+
+class ListPushConfigsResponse(Wire):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str | None = None
+
+
+class CreatePushConfigRequest(TaskPushNotificationConfig):
+    """CreateTaskPushNotificationConfig params are the config itself, flat (reference §4)."""
+
+    task_id: str = Field(min_length=1, validation_alias=AliasChoices("taskId", "task_id"))
+
+
+def format_timestamp(moment: datetime) -> str:
+    """RFC 3339 UTC with milliseconds and `Z` (reference §1): fixed width, so it also sorts as text."""
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def now_timestamp() -> str:
+    return format_timestamp(datetime.now(timezone.utc))

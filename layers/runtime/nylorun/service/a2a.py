@@ -1,0 +1,409 @@
+"""The A2A service: one method per A2A operation, scoped to the caller (Profile v2: the subject the caller
+authenticated as, and the Agent it called). It speaks to ports only; the JSON-RPC layer parses and maps.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nylorun.observability import logger
+from pydantic import ValidationError
+
+from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.runner import NOT_TERMINAL, agent_text, current_trace_id, totals, with_telemetry
+from nylorun.engine.turn import core_text
+from nylorun.ports import (
+    ContextBusy,
+    DuplicateMessage,
+    InvalidPageToken,
+    NewTurn,
+    Owner,
+    StateConflict,
+    StoredPushConfig,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    TurnOrchestrator,
+)
+from nylorun.profile.extensions import INTERACTIONS, read_answer, render_task, with_extension
+from nylorun.protocol.errors import (
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+    context_busy,
+)
+from nylorun.protocol.models import (
+    AuthenticationInfo,
+    CancelTaskRequest,
+    CreatePushConfigRequest,
+    GetTaskRequest,
+    ListPushConfigsRequest,
+    ListPushConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskIdRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    now_timestamp,
+)
+from nylorun.service.push_urls import PushUrlRejected, check_push_url
+from nylorun.settings import Settings
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling which Agent, with which profile extensions activated."""
+
+    subject: str
+    agent: str
+    extensions: tuple[str, ...] = ()
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(subject=self.subject, agent=self.agent)
+
+
+class A2AService:
+    def __init__(
+        self,
+        store: TaskStore,
+        orchestrator: TurnOrchestrator,
+        registry: AgentRegistry,
+        settings: Settings,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._orchestrator = orchestrator
+        self._registry = registry
+        self._settings = settings
+        self._sleep = sleep
+
+    # ================================================================== SendMessage
+    def send_message(self, caller: Caller, request: SendMessageRequest) -> JsonObject:
+        message = request.message
+        if message.role != Role.USER:
+            raise InvalidParamsError(
+                "message.role must be ROLE_USER", field_violations=[("message.role", "Must be ROLE_USER.")]
+            )
+        config = request.configuration
+        push = config.task_push_notification_config if config else None
+        if push is not None:
+            self._check_push_config(push)  # before anything is written: bad input changes nothing
+
+        owner = caller.owner
+        answered_by = self._store.task_for_message(owner, message.message_id)
+        if answered_by is not None:
+            # A repeated messageId is not a second turn: answer with the task the first one made.
+            record = self._owned(owner, answered_by)
+            if record.state == TaskState.SUBMITTED:
+                self._orchestrator.start(record.task_id)  # the first send may have died before starting it
+            return self._respond(caller, record, request)
+
+        if message.task_id is not None:
+            record = self._owned(owner, message.task_id)
+            if message.context_id is not None and message.context_id != record.context_id:
+                raise InvalidParamsError(
+                    "message.contextId does not match the task's context",
+                    field_violations=[("message.contextId", "Does not match the task's contextId.")],
+                )
+            if record.state.terminal:
+                # A2A §8: terminal tasks are immutable; a refinement is a new task in the same context.
+                raise UnsupportedOperationError(
+                    f"Task {record.task_id} is in terminal state: {record.state.value}"
+                )
+            if not record.state.interrupted:
+                raise UnsupportedOperationError(
+                    f"Task {record.task_id} is {record.state.value} and is not waiting for input"
+                )
+            record = self._answer(record, message.model_copy(update={"context_id": record.context_id}))
+            return self._respond(caller, record, request)
+
+        agent = self._registry.get(caller.agent)
+        if agent is not None and agent.direct is not None:
+            direct = agent.direct(message)
+            if direct is not None:
+                return {"message": direct.wire()}
+
+        context_id = message.context_id or str(uuid.uuid4())
+        try:
+            record = self._store.create_turn(
+                NewTurn(owner=owner, context_id=context_id, message=message, metadata=request.metadata)
+            )
+        except ContextBusy as busy:
+            raise context_busy(context_id, busy.active_task_id) from None
+        except DuplicateMessage as duplicate:  # raced with the same messageId
+            record = self._owned(owner, duplicate.task_id)
+        if push is not None:
+            self._save_push_config(record.task_id, push)
+        self._orchestrator.start(record.task_id)
+        logger.info("turn submitted", extra={"task_id": record.task_id, "context_id": record.context_id})
+        return self._respond(caller, record, request)
+
+    def _respond(self, caller: Caller, record: TaskRecord, request: SendMessageRequest) -> JsonObject:
+        config = request.configuration
+        if config is None or not config.return_immediately:
+            record = self._wait(record)
+        history_length = config.history_length if config else None
+        return {"task": self._render(caller, record, history_length).wire()}
+
+    def _wait(self, record: TaskRecord) -> TaskRecord:
+        """Blocking SendMessage: until terminal or interrupted, or `a2aWaitMs` (then WORKING as it is)."""
+        deadline = time.monotonic() + self._settings.a2a_wait_ms / 1000
+        delay = 0.02
+        while not (record.state.terminal or record.state.interrupted):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._sleep(min(delay, remaining))
+            delay = min(delay * 1.5, 0.5)
+            record = self._store.get(record.task_id) or record
+        return record
+
+    def _answer(self, record: TaskRecord, message: Message) -> TaskRecord:
+        """A reply to an interrupted task: the caller's answer to the open interaction."""
+        interaction = record.interaction
+        if interaction is None:
+            raise UnsupportedOperationError(f"Task {record.task_id} has no open interaction")
+        try:
+            answer = read_answer(message)
+        except ValidationError:
+            raise InvalidParamsError(
+                "interactions/v1 answer must be {interactionId, approved} or {interactionId, value}",
+                field_violations=[(f"message.metadata.{INTERACTIONS}", "Not an interactions/v1 answer.")],
+            ) from None
+        if answer is not None:
+            if answer.interaction_id != interaction.interaction_id:
+                raise InvalidParamsError(
+                    "Unknown or already answered interactionId",
+                    field_violations=[("interactionId", "Not the task's open interaction.")],
+                )
+            if interaction.kind in ("approval", "connection"):
+                if answer.approved is None:
+                    raise InvalidParamsError(
+                        f"An answer to a {interaction.kind} carries `approved` (true or false)",
+                        field_violations=[("approved", "Field is required.")],
+                    )
+                value: JsonObject = {"approved": answer.approved}
+            else:
+                if answer.value is None:
+                    raise InvalidParamsError(
+                        "An answer to a question carries `value`", field_violations=[("value", "Field is required.")]
+                    )
+                value = {"value": answer.value}
+        elif interaction.kind == "question" and message.text():
+            # Decision: a question may be answered by text in every tier (approvals never).
+            value = {"value": message.text()}
+        else:
+            return self._text_does_not_approve(record, message)
+
+        stored = message.model_copy(update={"task_id": record.task_id})
+        try:
+            self._store.answer_interaction(
+                record.task_id,
+                interaction.interaction_id,
+                value,
+                stored,
+                TaskStatus(state=TaskState.WORKING),
+                record.owner,
+            )
+        except DuplicateMessage:
+            return self._store.get(record.task_id) or record
+        except StateConflict:
+            raise InvalidParamsError(
+                "Unknown or already answered interactionId",
+                field_violations=[("interactionId", "Not the task's open interaction.")],
+            ) from None
+        token = self._store.get_wait_token(record.task_id, interaction.interaction_id)
+        if token is not None:
+            self._orchestrator.resume(token)
+        # else: the turn has not parked its token yet; parking sees the answer and resumes itself.
+        return self._store.get(record.task_id) or record
+
+    def _text_does_not_approve(self, record: TaskRecord, message: Message) -> TaskRecord:
+        """Profile v2: text never approves. The approval stays open and the status message says why."""
+        interaction = record.interaction
+        assert interaction is not None
+        reminder = agent_text(
+            record,
+            f"{core_text(interaction)} Your text reply was recorded; it does not answer this {interaction.kind}. "
+            f"Answer with interactions/v1 metadata {{interactionId: {interaction.interaction_id}, approved}}.",
+        )
+        metadata, extensions = with_extension(None, None, INTERACTIONS, interaction)
+        reminder = reminder.model_copy(update={"metadata": metadata, "extensions": extensions})
+        self._store.append_history(
+            record.task_id,
+            [message.model_copy(update={"task_id": record.task_id}), reminder],
+            TaskStatus(state=record.state, message=reminder, timestamp=record.status.timestamp),
+        )
+        return self._store.get(record.task_id) or record
+
+    # ================================================================== GetTask / ListTasks
+    def get_task(self, caller: Caller, request: GetTaskRequest) -> JsonObject:
+        record = self._owned(caller.owner, request.id)
+        return self._render(caller, record, request.history_length).wire()
+
+    def list_tasks(self, caller: Caller, request: ListTasksRequest) -> JsonObject:
+        page_size = request.page_size or 50
+        query = TaskQuery(
+            context_id=request.context_id,
+            state=request.status,
+            status_after=request.status_timestamp_after,
+            page_size=page_size,
+            page_token=request.page_token or None,
+        )
+        try:
+            page = self._store.list(caller.owner, query)
+        except InvalidPageToken as exc:
+            raise InvalidParamsError(str(exc), field_violations=[("pageToken", str(exc))]) from None
+        # Decision: ListTasks sends no history unless historyLength asks for it (cheap lists by default).
+        history_length = request.history_length or 0
+        tasks = []
+        for head in page.tasks:
+            record = head
+            if history_length or request.include_artifacts:
+                record = self._store.get(head.task_id) or head
+            task = self._render(caller, record, history_length)
+            if not request.include_artifacts:
+                task = task.model_copy(update={"artifacts": None})  # A2A §4: omit, not []
+            tasks.append(task)
+        return ListTasksResponse(
+            tasks=tasks, next_page_token=page.next_page_token, page_size=page_size, total_size=page.total_size
+        ).wire()
+
+    # ================================================================== CancelTask
+    def cancel_task(self, caller: Caller, request: CancelTaskRequest) -> JsonObject:
+        record = self._owned(caller.owner, request.id)
+        if record.state.terminal:
+            raise TaskNotCancelableError(f"Task {record.task_id} is in terminal state: {record.state.value}")
+        # The sister system's lesson: a canceled turn still records its telemetry.
+        message = with_telemetry(
+            agent_text(record, "Canceled at the caller's request."),
+            totals(self._store.journal(record.task_id), current_trace_id(record.task_id)),
+        )
+        try:
+            record = self._store.set_status(
+                record.task_id,
+                TaskStatus(state=TaskState.CANCELED, message=message),
+                expect=NOT_TERMINAL,
+                history=[message],
+            )
+        except StateConflict:
+            raise TaskNotCancelableError(f"Task {record.task_id} ended before it could be canceled") from None
+        # Cancel really stops: the journal refuses new effects from now on; stop the execution too, and end
+        # any wait for an answer (Step Functions keeps a parked execution until its token is finished).
+        self._orchestrator.stop(record.task_id)
+        for token in self._store.wait_tokens(record.task_id):
+            self._orchestrator.abandon(token, "Canceled at the caller's request")
+        logger.info("task canceled", extra={"task_id": record.task_id})
+        return self._render(caller, self._owned(caller.owner, record.task_id), None).wire()
+
+    # ================================================================== push notification configs
+    def create_push_config(self, caller: Caller, request: CreatePushConfigRequest) -> JsonObject:
+        self._require_push()
+        self._owned(caller.owner, request.task_id)
+        config = TaskPushNotificationConfig.model_validate(request.model_dump())
+        self._check_push_config(config)
+        saved = self._save_push_config(request.task_id, config)
+        return _redacted(saved).wire()
+
+    def get_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
+        self._require_push()
+        self._owned(caller.owner, request.task_id)
+        stored = self._store.get_push_config(request.task_id, request.id)
+        if stored is None:
+            raise TaskNotFoundError(f"Push notification config {request.id} not found")
+        return _redacted(stored.config).wire()
+
+    def list_push_configs(self, caller: Caller, request: ListPushConfigsRequest) -> JsonObject:
+        self._require_push()
+        self._owned(caller.owner, request.task_id)
+        configs = [_redacted(c.config) for c in self._store.list_push_configs(request.task_id)]
+        start = _offset(request.page_token)
+        size = request.page_size or 50
+        page = configs[start : start + size]
+        token = _offset_token(start + size) if start + size < len(configs) else None
+        return ListPushConfigsResponse(configs=page, next_page_token=token).wire()
+
+    def delete_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
+        self._require_push()
+        self._owned(caller.owner, request.task_id)
+        self._store.delete_push_config(request.task_id, request.id)  # idempotent: absent is fine
+        return {}
+
+    def _require_push(self) -> None:
+        if not self._settings.push_enabled:
+            # Profile v2: push configs only when the Runtime has a push secret.
+            raise PushNotificationNotSupportedError("This Runtime has no push secret: push notifications are off")
+
+    def _check_push_config(self, config: TaskPushNotificationConfig) -> None:
+        self._require_push()
+        try:
+            check_push_url(
+                config.url,
+                allowed_hosts=self._settings.push_allowed_hosts,
+                http_hosts=self._settings.push_http_hosts,
+            )
+        except PushUrlRejected as exc:
+            raise InvalidParamsError(str(exc), field_violations=[("url", str(exc))]) from None
+
+    def _save_push_config(self, task_id: str, config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+        saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "task_id": task_id, "tenant": None})
+        self._store.put_push_config(task_id, StoredPushConfig(config=saved, created_at=now_timestamp()))
+        return saved
+
+    # ================================================================== shared
+    def _owned(self, owner: Owner, task_id: str) -> TaskRecord:
+        record = self._store.get(task_id)
+        if record is None or record.owner != owner:
+            # Another subject's task is "not found", never "forbidden" (nothing leaks).
+            raise TaskNotFoundError(f"Task {task_id[:128]} not found")
+        return record
+
+    def _render(self, caller: Caller, record: TaskRecord, history_length: int | None) -> Task:
+        history = record.history
+        if history_length is not None:
+            history = history[-history_length:] if history_length > 0 else []
+        task = Task(
+            id=record.task_id,
+            context_id=record.context_id,
+            status=record.status,
+            artifacts=record.artifacts or None,
+            history=history or None,
+            metadata=record.metadata,
+        )
+        return render_task(task, caller.extensions)
+
+
+def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """Push credentials are write-only: Get and List never return them."""
+    auth = config.authentication
+    return config.model_copy(
+        update={"authentication": AuthenticationInfo(scheme=auth.scheme) if auth else None, "token": None}
+    )
+
+
+def _offset(token: str | None) -> int:
+    if not token:
+        return 0
+    try:
+        return int(base64.urlsafe_b64decode(token.encode() + b"==").decode().removeprefix("o:"))
+    except ValueError:
+        raise InvalidParamsError("pageToken is not valid", field_violations=[("pageToken", "Not valid.")]) from None
+
+
+def _offset_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")

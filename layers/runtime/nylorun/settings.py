@@ -1,0 +1,82 @@
+"""Runtime settings, read from the environment once per cold start (one model, validated)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+AuthMode = Literal["jwt", "dev", "none"]
+
+
+class Settings(BaseModel):
+    table_name: str = "nylorun-tasks"
+    state_machine_arn: str = ""
+    event_bus_name: str = "nylorun"
+    # Profile v2: a blocking SendMessage waits up to `a2aWaitMs`, 5 minutes by default.
+    a2a_wait_ms: int = Field(default=300_000, ge=0, le=900_000)
+    public_base_url: str | None = None
+    auth: AuthMode = "jwt"
+    # `--auth dev`: "token=subject,token2=subject2". Tokens are secrets: never logged.
+    dev_tokens: dict[str, str] = Field(default_factory=dict, repr=False)
+    push_secret: str | None = Field(default=None, repr=False)
+    # Hosts a push config URL may name ("*" = any public host). http:// only to `push_http_hosts`.
+    push_allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
+    push_http_hosts: list[str] = Field(default_factory=list)
+    # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
+    max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    # How long a turn waits for a person's answer before the task fails (7 days by default).
+    interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
+    documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
+    icon_url: str = "https://docs.nylorun.com/icon.png"
+    provider_organization: str = "Nylorun"
+    provider_url: str = "https://docs.nylorun.com"
+    runtime_version: str = "0.1.0"
+
+    @field_validator("push_allowed_hosts", "push_http_hosts", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [host.strip().lower() for host in value.split(",") if host.strip()]
+        return value
+
+    @field_validator("dev_tokens", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        if isinstance(value, str):
+            pairs = (item.split("=", 1) for item in value.split(",") if "=" in item)
+            return {token.strip(): subject.strip() for token, subject in pairs}
+        return value
+
+    @property
+    def push_enabled(self) -> bool:
+        # Profile v2: push configs are served only when the Runtime has a push secret.
+        return bool(self.push_secret)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        fields = {
+            "table_name": "NYLORUN_TABLE",
+            "state_machine_arn": "NYLORUN_STATE_MACHINE_ARN",
+            "event_bus_name": "NYLORUN_EVENT_BUS",
+            "a2a_wait_ms": "NYLORUN_A2A_WAIT_MS",
+            "public_base_url": "NYLORUN_PUBLIC_BASE_URL",
+            "auth": "NYLORUN_AUTH",
+            "dev_tokens": "NYLORUN_DEV_TOKENS",
+            "push_secret": "NYLORUN_PUSH_SECRET",
+            "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
+            "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
+            "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",
+            "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
+            "documentation_url": "NYLORUN_DOCUMENTATION_URL",
+            "icon_url": "NYLORUN_ICON_URL",
+        }
+        values = {name: os.environ[var] for name, var in fields.items() if os.environ.get(var)}
+        return cls.model_validate(values)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings.from_env()

@@ -1,0 +1,62 @@
+"""The composition root: settings → AWS clients → adapters → service, runner and app.
+
+Made once per cold start by each Lambda handler, and once by `nylorun serve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from nylorun.adapters.dynamodb import DynamoTaskStore
+from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
+from nylorun.engine.agent import AgentRegistry, load_registry
+from nylorun.engine.runner import TurnRunner
+from nylorun.service.a2a import A2AService
+from nylorun.settings import Settings
+
+# Standard retry mode with a few attempts: throttling is retried by the SDK, not by our code.
+_BOTO = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    registry: AgentRegistry
+
+    def client(self, name: str) -> Any:
+        return boto3.client(name, config=_BOTO)  # type: ignore[call-overload]
+
+    @cached_property
+    def store(self) -> DynamoTaskStore:
+        return DynamoTaskStore(self.client("dynamodb"), self.settings.table_name)
+
+    @cached_property
+    def orchestrator(self) -> StepFunctionsOrchestrator:
+        return StepFunctionsOrchestrator(
+            self.client("stepfunctions"),
+            self.settings.state_machine_arn,
+            self.settings.interaction_timeout_seconds,
+        )
+
+    @cached_property
+    def service(self) -> A2AService:
+        return A2AService(self.store, self.orchestrator, self.registry, self.settings)
+
+    @cached_property
+    def runner(self) -> TurnRunner:
+        return TurnRunner(self.store, self.registry, self.orchestrator)
+
+    def app(self) -> Any:
+        from nylorun.api.app import create_app
+        from nylorun.api.auth import Authenticator
+
+        return create_app(self.service, self.registry, self.settings, Authenticator(self.settings))
+
+
+def build_runtime(settings: Settings | None = None) -> Runtime:
+    return Runtime(settings=settings or Settings.from_env(), registry=load_registry())

@@ -1,0 +1,89 @@
+"""Shared fixtures: one local Runtime per test session (moto for AWS, the real handlers, uvicorn on loopback).
+
+Two dev subjects call it: alice (`ALICE`) and bob (`BOB`). Tests that need other settings build their own
+app over the same stack (see `make_app`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from nylorun.local.runtime import LocalOptions, LocalRuntime
+
+ALICE = "tok-alice"
+BOB = "tok-bob"
+A2A = {"A2A-Version": "1.0"}
+
+
+@pytest.fixture(scope="session")
+def local_runtime() -> Iterator[LocalRuntime]:
+    runtime = LocalRuntime(
+        LocalOptions(
+            port=0,
+            auth="dev",
+            dev_tokens={ALICE: "alice", BOB: "bob"},
+            push_secret="whsec_" + "dGVzdC1zZWNyZXQtZm9yLW55bG9ydW4tdGVzdHMtMzI=",
+            a2a_wait_ms=20_000,
+        )
+    )
+    runtime.start_in_thread()
+    from nylorun.observability import logger
+
+    logger.setLevel("WARNING")
+    yield runtime
+    runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def base_url(local_runtime: LocalRuntime) -> str:
+    return local_runtime.base_url
+
+
+@pytest.fixture()
+def agent_url(local_runtime: LocalRuntime) -> Callable[[str], str]:
+    return local_runtime.agent_url
+
+
+def auth(token: str = ALICE, **extra: str) -> dict[str, str]:
+    return {**A2A, "Authorization": f"Bearer {token}", **extra}
+
+
+def rpc(
+    url: str, method: str, params: Any = None, *, token: str = ALICE, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One JSON-RPC call over real HTTP; returns the decoded body (asserts HTTP 200)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method}
+    if params is not None:
+        body["params"] = params
+    response = httpx.post(url, json=body, headers=headers if headers is not None else auth(token), timeout=60)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def user_message(text: str = "hello", message_id: str | None = None, **fields: Any) -> dict[str, Any]:
+    return {
+        "messageId": message_id or f"m-{uuid.uuid4()}",
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **fields,
+    }
+
+
+@pytest.fixture()
+def table_items(local_runtime: LocalRuntime) -> Callable[[], list[dict[str, Any]]]:
+    """Every item in the tasks table (to prove bad input changed nothing)."""
+
+    def scan() -> list[dict[str, Any]]:
+        assert local_runtime.stack is not None
+        client = local_runtime.aws.client("dynamodb")
+        items: list[dict[str, Any]] = []
+        for page in client.get_paginator("scan").paginate(TableName=local_runtime.stack.table_name):
+            items.extend(page["Items"])
+        return sorted(items, key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
+
+    return scan
