@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from nylorun.events import RuntimeEvent
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfig, TaskState, TaskStatus
 
@@ -189,6 +190,12 @@ class TaskStore(Protocol):
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]: ...
 
     def delete_push_config(self, task_id: str, config_id: str) -> None: ...
+
+
+class EventBus(Protocol):
+    def publish(self, events: Sequence[RuntimeEvent]) -> None:
+        """Publish every event or raise (the caller retries; consumers dedupe on `eventId`)."""
+        ...
 
 
 class TurnOrchestrator(Protocol):

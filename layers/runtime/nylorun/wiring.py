@@ -13,6 +13,7 @@ import boto3
 from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore
+from nylorun.adapters.eventbridge import EventBridgeBus
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.engine.agent import AgentRegistry, load_registry
 from nylorun.engine.runner import TurnRunner
@@ -42,6 +43,10 @@ class Runtime:
             self.settings.state_machine_arn,
             self.settings.interaction_timeout_seconds,
         )
+
+    @cached_property
+    def bus(self) -> EventBridgeBus:
+        return EventBridgeBus(self.client("events"), self.settings.event_bus_name)
 
     @cached_property
     def service(self) -> A2AService:

@@ -228,6 +228,10 @@ class DynamoTaskStore:
     def _head(self, task_id: str) -> dict[str, Any] | None:
         return self._get(self._task_key(task_id))
 
+    def head(self, task_id: str) -> dict[str, Any] | None:
+        """The task item alone (owner, context, state): what an artifact event needs to say whose it is."""
+        return self._head(task_id)
+
     @staticmethod
     def _record(item: dict[str, Any]) -> TaskRecord:
         return TaskRecord(
@@ -281,7 +285,9 @@ class DynamoTaskStore:
             base["ExpressionAttributeNames"] = {"#state": "state"}
             values[":state"] = query.state.value
         base["ExpressionAttributeValues"] = _item(values)
-        fingerprint = hashlib.sha256(json.dumps([index, pk, key_condition, query.state], default=str).encode())
+        # The token is bound to the whole query, statusTimestampAfter's value included.
+        bound = [index, pk, key_condition, query.state, values.get(":after")]
+        fingerprint = hashlib.sha256(json.dumps(bound, default=str).encode())
         fingerprint_hex = fingerprint.hexdigest()[:16]
 
         total = 0
@@ -289,6 +295,13 @@ class DynamoTaskStore:
             total += int(page["Count"])
 
         start = self._decode_token(query.page_token, fingerprint_hex) if query.page_token else None
+        if start is not None:
+            # A rewritten key (partial, another partition, before :after) is a DynamoDB ValidationException:
+            # refuse it as a bad token instead.
+            key = _plain(start)
+            after = values.get(":after")
+            if set(key) != {"PK", "SK", pk_name, sk_name} or key[pk_name] != pk or (after and key[sk_name] < after):
+                raise InvalidPageToken("pageToken is not one this Runtime issued for this query")
         wanted = query.page_size + 1  # one more tells whether a next page exists
         found: list[dict[str, Any]] = []
         kwargs = dict(base)

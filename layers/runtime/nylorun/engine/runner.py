@@ -152,7 +152,7 @@ class TurnRunner:
         journal = self._store.journal(task_id)
         reply = turn.outcome_message() or agent_text(record, "Done.")
         state = TaskState.REJECTED if turn.rejected else TaskState.COMPLETED
-        reply = with_telemetry(reply, totals(journal, trace_id))
+        reply = with_telemetry(turn.with_plan(reply), totals(journal, trace_id))
         self._safely(
             lambda: self._store.set_status(
                 task_id,

@@ -118,16 +118,19 @@ class Turn:
 
     # ------------------------------------------------------------------ progress (caller-visible)
     def plan(self, *labels: str) -> None:
-        """Set the plan (progress/v1): up to 20 steps, all pending."""
+        """Set the plan (progress/v1), all steps pending. Profile v2 caps a plan at 20 steps: the rest are
+        dropped (and logged), so a long plan never fails a turn."""
         if len(labels) > MAX_PLAN_STEPS:
-            raise ValueError(f"a plan has at most {MAX_PLAN_STEPS} steps (Profile v2, progress/v1)")
-        self._plan = [PlanStep(label=label) for label in labels]
+            logger.warning("plan capped", extra={"steps": len(labels), "cap": MAX_PLAN_STEPS})
+        self._plan = [PlanStep(label=label[:200]) for label in labels[:MAX_PLAN_STEPS]]
         self._show()
 
     def mark(self, step: int | str, state: StepState, note: str | None = None) -> None:
         """Mark one plan step (by index or label) pending, active, done, failed or skipped."""
         index = step if isinstance(step, int) else [s.label for s in self._plan].index(step)
-        self._plan[index] = self._plan[index].model_copy(update={"state": state, "note": note})
+        if not 0 <= index < len(self._plan):
+            return  # a step beyond the 20-step cap
+        self._plan[index] = self._plan[index].model_copy(update={"state": state, "note": note and note[:500]})
         self._show()
 
     def say(self, text: str) -> None:
@@ -280,10 +283,14 @@ class Turn:
 
     def _agent_message(self, text: str, *, progress: bool = False) -> Message:
         message = self._agent_message_parts([Part(text=text)])
-        if progress and self._plan:
-            metadata, extensions = with_extension(None, None, PROGRESS, Progress(steps=self._plan))
-            message = message.model_copy(update={"metadata": metadata, "extensions": extensions})
-        return message
+        return self.with_plan(message) if progress else message
+
+    def with_plan(self, message: Message) -> Message:
+        """Attach the plan under progress/v1 (when there is one)."""
+        if not self._plan:
+            return message
+        metadata, extensions = with_extension(message.metadata, message.extensions, PROGRESS, Progress(steps=self._plan))
+        return message.model_copy(update={"metadata": metadata, "extensions": extensions})
 
     def _agent_message_parts(self, parts: Sequence[Part]) -> Message:
         return Message(

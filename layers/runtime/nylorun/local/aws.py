@@ -61,8 +61,12 @@ def invoke_registered(function_name: str, event: dict[str, Any]) -> tuple[Any, s
     handler = _handlers[function_name]
     try:
         return handler(event, LambdaContext(function_name)), None
+    except KeyboardInterrupt:
+        raise
     except Exception as exc:  # Lambda reports the error type and message, never our stack to a caller
         return {"errorType": type(exc).__name__, "errorMessage": str(exc)}, "Unhandled"
+    except BaseException:  # the process died mid-invocation (tests simulate crashes this way)
+        return {"errorType": "Runtime.ExitError", "errorMessage": "Runtime exited"}, "Unhandled"
 
 
 def install_lambda_shim() -> None:
@@ -94,6 +98,47 @@ def install_lambda_shim() -> None:
         _shim_on = True
 
 
+_dynamodb_lock = threading.RLock()
+_dynamodb_patched = False
+
+
+def patch_moto_dynamodb() -> None:
+    """Two fixes to moto 5.2.5's DynamoDB for a server many threads write to at once (AWS needs neither):
+
+    * its request handling is not thread-safe (a transaction deep-copies the table while another request
+      writes it: "dictionary changed size during iteration"), so DynamoDB requests are serialized;
+    * that copy (its rollback snapshot) also deep-copies every stream record ever written, which grows
+      without bound; records never change once written, so the snapshot shares them.
+    """
+    global _dynamodb_patched
+    with _installed:
+        if _dynamodb_patched:
+            return
+        import copy
+
+        from moto.dynamodb.models.table import Table
+        from moto.dynamodb.responses import DynamoHandler
+
+        def snapshot(self: Any, memo: dict[int, Any]) -> Any:
+            clone = copy.copy(self)
+            clone.items = copy.deepcopy(self.items, memo)
+            if self.stream_shard is not None:
+                shard = copy.copy(self.stream_shard)
+                shard.items = list(self.stream_shard.items)
+                clone.stream_shard = shard
+            return clone
+
+        Table.__deepcopy__ = snapshot  # type: ignore[attr-defined]
+        original = DynamoHandler.call_action
+
+        def call_action(self: Any) -> Any:
+            with _dynamodb_lock:
+                return original(self)
+
+        DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+        _dynamodb_patched = True
+
+
 class LocalAws:
     """One moto server for the process, on 127.0.0.1. Sets the environment boto3 reads."""
 
@@ -119,6 +164,7 @@ class LocalAws:
             }
         )
         install_lambda_shim()
+        patch_moto_dynamodb()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()

@@ -14,7 +14,9 @@ from typing import Any
 
 import uvicorn
 
+from nylorun.engine.agent import Agent
 from nylorun.local.aws import LocalAws, free_port
+from nylorun.local.pollers import StreamPoller
 from nylorun.local.stack import LocalStack, create_stack, start_functions
 from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
@@ -46,6 +48,8 @@ class LocalRuntime:
         self.aws = LocalAws()
         self.stack: LocalStack | None = None
         self.runtime: Runtime | None = None
+        self._functions: dict[str, Any] = {}
+        self._pollers: list[StreamPoller] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -64,6 +68,7 @@ class LocalRuntime:
         env = {
             "NYLORUN_TABLE": self.stack.table_name,
             "NYLORUN_STATE_MACHINE_ARN": self.stack.state_machine_arn,
+            "NYLORUN_EVENT_BUS": self.stack.event_bus_name,
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
@@ -82,9 +87,21 @@ class LocalRuntime:
             **opts.extra_env,
         }
         os.environ.update(env)
-        start_functions(self.stack)
+        self._functions = start_functions(self.stack)
         self.runtime = build_runtime(Settings.from_env())
+        # Lambda's event source mappings, with Lambda's semantics (moto's run inline and drop failures).
+        self._pollers = [
+            StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start()
+        ]
         return self.runtime
+
+    def add_agent(self, agent: Agent) -> None:
+        """Serve one more Agent: the api app (cards) and the turn function (turns) each load a registry."""
+        assert self.runtime is not None, "call prepare() first"
+        self.runtime.registry.add(agent)
+        turn_module = self._functions["TurnFunction"]
+        if turn_module.runtime.registry is not self.runtime.registry:
+            turn_module.runtime.registry.add(agent)
 
     def app(self) -> Any:
         assert self.runtime is not None, "call prepare() first"
@@ -117,6 +134,8 @@ class LocalRuntime:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        for poller in self._pollers:
+            poller.stop()
         self.aws.stop()
 
 

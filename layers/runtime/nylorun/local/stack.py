@@ -19,14 +19,16 @@ from nylorun.local import template
 from nylorun.local.aws import ACCOUNT, REGION, LocalAws, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
-FUNCTIONS = ("TurnFunction",)
+FUNCTIONS = ("TurnFunction", "PublishFunction")
 
 
 @dataclass(frozen=True)
 class LocalStack:
     prefix: str
     table_name: str
+    table_stream_arn: str
     state_machine_arn: str
+    event_bus_name: str
     function_names: dict[str, str]
 
 
@@ -90,6 +92,10 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
 
     table_name = f"{prefix}-tasks"
     create_table(aws.client("dynamodb"), table_name)
+    stream_arn = aws.client("dynamodb").describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
+    event_bus_name = f"{prefix}-events"
+    template.properties("RuntimeBus")  # declared there; the local name follows the stack's pattern
+    aws.client("events").create_event_bus(Name=event_bus_name)
 
     lambdas = aws.client("lambda")
     names: dict[str, str] = {}
@@ -117,7 +123,9 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     return LocalStack(
         prefix=prefix,
         table_name=table_name,
+        table_stream_arn=stream_arn,
         state_machine_arn=machine["stateMachineArn"],
+        event_bus_name=event_bus_name,
         function_names=names,
     )
 

@@ -172,6 +172,11 @@ class ListTasksRequest(Wire):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
+        if value is not None:
+            try:
+                value = value.astimezone(timezone.utc)
+            except OverflowError:  # e.g. 0001-01-01T00:00:00+05:00: not a UTC instant datetime can hold
+                raise ValueError("must be a timestamp between years 1 and 9999 in UTC") from None
         return value
 
 

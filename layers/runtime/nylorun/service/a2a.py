@@ -5,6 +5,7 @@ authenticated as, and the Agent it called). It speaks to ports only; the JSON-RP
 from __future__ import annotations
 
 import base64
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -62,6 +63,9 @@ from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
 
 JsonObject = dict[str, Any]
+# A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB; a request body may be
+# up to `max_request_bytes` (4 MiB). Larger content travels as `url` parts (files/v1).
+MAX_STORED_JSON_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,13 @@ class A2AService:
             raise InvalidParamsError(
                 "message.role must be ROLE_USER", field_violations=[("message.role", "Must be ROLE_USER.")]
             )
+        for field, value in (("message", message.wire()), ("metadata", request.metadata)):
+            if value is not None and len(json.dumps(value)) > MAX_STORED_JSON_BYTES:
+                raise InvalidParamsError(
+                    f"{field} is too large: at most {MAX_STORED_JSON_BYTES} bytes of JSON; send large content "
+                    "as a url part",
+                    field_violations=[(field, f"At most {MAX_STORED_JSON_BYTES} bytes of JSON.")],
+                )
         config = request.configuration
         push = config.task_push_notification_config if config else None
         if push is not None:

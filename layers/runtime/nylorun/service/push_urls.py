@@ -5,6 +5,7 @@ Runtime allows"). This is the check made when a config is created; delivery re-c
 from __future__ import annotations
 
 import ipaddress
+import socket
 from urllib.parse import urlsplit
 
 
@@ -25,7 +26,12 @@ def _is_public_literal(host: str) -> bool:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return True  # a name: its addresses are checked when a delivery resolves it
+        try:
+            # "127.1", "2130706433", "0x0a.0.0.1": not names but IPv4 shorthands the resolver turns
+            # into addresses without any DNS, so judge the address they stand for.
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return True  # a name: its addresses are checked when a delivery resolves it
     return address.is_global
 
 

@@ -1,0 +1,108 @@
+"""`support`: a customer-support Agent that uses every Profile v2 feature.
+
+A plan (progress/v1), step text, a question (INPUT_REQUIRED) when it does not know the order, a lookup
+effect, a connection (AUTH_REQUIRED, kind `connection`) to the payments account, an approval
+(AUTH_REQUIRED) before the refund effect, usage (telemetry/v1), a receipt artifact and a reply.
+
+The "outside world" here is a tiny in-process fake (`ORDERS`, `REFUNDS`): a real Agent calls its own
+systems inside `turn.effect(...)`, passing the idempotency key on.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from nylorun.engine import Agent, Skill, Turn
+
+agent = Agent(
+    name="support",
+    description="Customer support: finds your order and refunds it once you approve.",
+    skills=[
+        Skill(
+            id="refund",
+            name="Refund an order",
+            description="Looks up an order and refunds it after a person approves.",
+            tags=["support", "refunds"],
+            examples=["Please refund order A-1001", "I want my money back"],
+        )
+    ],
+)
+
+ORDER_ID = re.compile(r"\b([A-Z]-\d{3,6})\b", re.IGNORECASE)
+ORDERS: dict[str, dict[str, Any]] = {
+    "A-1001": {"orderId": "A-1001", "item": "Espresso machine", "amount": 249.0, "currency": "EUR"},
+    "A-1002": {"orderId": "A-1002", "item": "Grinder", "amount": 89.5, "currency": "EUR"},
+}
+# Refunds issued, by idempotency key: a payments API that dedupes on the key, as real ones do.
+REFUNDS: dict[str, dict[str, Any]] = {}
+_lock = threading.Lock()
+
+
+def lookup_order(order_id: str) -> dict[str, Any] | None:
+    return ORDERS.get(order_id.upper())
+
+
+def issue_refund(order: dict[str, Any], key: str) -> dict[str, Any]:
+    with _lock:
+        if key not in REFUNDS:
+            REFUNDS[key] = {"refundId": f"R-{len(REFUNDS) + 1:05d}", "amount": order["amount"]}
+        return REFUNDS[key]
+
+
+@agent.turn
+def run(turn: Turn) -> None:
+    turn.plan("Find the order", "Connect payments", "Approve the refund", "Refund", "Send the receipt")
+
+    turn.mark(0, "active")
+    turn.say("Finding your order")
+    found = ORDER_ID.search(turn.text)
+    order_id = found.group(1).upper() if found else None
+    if order_id is None:
+        answer = str(turn.question("Which order should I refund? (for example A-1001)"))
+        match = ORDER_ID.search(answer)
+        order_id = match.group(1).upper() if match else answer.strip().upper()
+    order = turn.effect("lookup_order", lambda key: lookup_order(order_id))
+    turn.usage(tokens=350, cost_usd=0.0012)
+    if order is None:
+        turn.mark(0, "failed", f"No order {order_id}")
+        turn.reply(f"I could not find order {order_id}.")
+        return
+    turn.mark(0, "done", f"{order['item']}, {order['amount']:.2f} {order['currency']}")
+
+    turn.mark(1, "active")
+    turn.say("Checking the payments connection")
+    if not turn.connection("payments", "Connect your payments account so I can issue the refund."):
+        turn.mark(1, "failed", "Not connected")
+        turn.reply("Without a payments connection I cannot refund; nothing was changed.")
+        return
+    turn.mark(1, "done")
+
+    turn.mark(2, "active")
+    approved = turn.approval(
+        f"Refund {order['amount']:.2f} {order['currency']} for order {order['orderId']} ({order['item']})?",
+        {"orderId": order["orderId"], "amount": order["amount"], "currency": order["currency"]},
+    )
+    if not approved:
+        turn.mark(2, "failed", "Declined")
+        turn.mark(3, "skipped")
+        turn.mark(4, "skipped")
+        turn.reply("Understood: no refund was made.")
+        return
+    turn.mark(2, "done")
+
+    turn.mark(3, "active")
+    turn.say("Issuing the refund")
+    refund = turn.effect("refund", lambda key: issue_refund(order, key))
+    turn.usage(tokens=120, cost_usd=0.0004)
+    turn.mark(3, "done", refund["refundId"])
+
+    turn.mark(4, "active")
+    receipt = (
+        f"Refund {refund['refundId']}\nOrder {order['orderId']} ({order['item']})\n"
+        f"Amount {order['amount']:.2f} {order['currency']}\n"
+    )
+    turn.artifact(receipt, name="receipt")
+    turn.mark(4, "done")
+    turn.reply(f"Refunded {order['amount']:.2f} {order['currency']} for order {order['orderId']} ({refund['refundId']}).")

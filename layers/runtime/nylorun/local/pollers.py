@@ -1,0 +1,95 @@
+"""Event source mappings on one machine: what Lambda does between a stream (or queue) and a function.
+
+moto's own mappings run inline and ignore partial batch failures (reference: aws-local-testing.md), so the
+local Runtime polls instead, with Lambda's semantics: batches, `batchItemFailures` retried from the first
+failed record on, a failed invocation retried with backoff, order kept per shard.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from nylorun.local.aws import LocalAws, invoke_registered
+from nylorun.observability import logger
+
+
+class StreamPoller:
+    """DynamoDB stream → function, like Lambda's DynamoDB event source mapping."""
+
+    def __init__(self, aws: LocalAws, stream_arn: str, function_name: str, batch_size: int = 100) -> None:
+        self._streams = aws.client("dynamodbstreams")
+        self._arn = stream_arn
+        self._function = function_name
+        self._batch = batch_size
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
+        self._next: dict[str, int] = {}
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self.idle = threading.Event()
+
+    def start(self) -> StreamPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        backoff = 0.05
+        while not self._stop.is_set():
+            try:
+                worked = self._poll_once()
+                backoff = 0.05
+            except Exception:  # keep polling: a failure here must not silently stop event delivery
+                logger.exception("stream poller failed; retrying")
+                worked = False
+                backoff = min(backoff * 2, 2.0)
+            if not worked:
+                self.idle.set()
+                self._stop.wait(backoff if backoff > 0.05 else 0.03)
+            else:
+                self.idle.clear()
+
+    def _poll_once(self) -> bool:
+        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
+        worked = False
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._next:
+                self._next[shard_id] = int(shard["SequenceNumberRange"]["StartingSequenceNumber"])
+                self._pending[shard_id] = []
+            pending = self._pending[shard_id]
+            if len(pending) < self._batch:
+                # Read by position, not by moto's NextShardIterator: moto numbers records racily under
+                # concurrent writes, and its "after the highest number" iterator can then re-read records.
+                iterator = self._streams.get_shard_iterator(
+                    StreamArn=self._arn,
+                    ShardId=shard_id,
+                    ShardIteratorType="AT_SEQUENCE_NUMBER",
+                    SequenceNumber=str(self._next[shard_id]),
+                )["ShardIterator"]
+                records = self._streams.get_records(ShardIterator=iterator, Limit=self._batch - len(pending))
+                fresh = records.get("Records", [])
+                self._next[shard_id] += len(fresh)
+                pending.extend({**r, "eventSourceARN": self._arn} for r in fresh)
+            if not pending:
+                continue
+            worked = True
+            batch = pending[: self._batch]
+            result, error = invoke_registered(self._function, {"Records": batch})
+            if error:
+                time.sleep(0.2)  # the whole batch is retried, in order
+                continue
+            failures = (result or {}).get("batchItemFailures") or []
+            if failures:
+                # Lambda retries from the first failed record on (sequence numbers order the shard).
+                first = min(f["itemIdentifier"] for f in failures)
+                keep = [r for r in batch if r["dynamodb"]["SequenceNumber"] >= first]
+                self._pending[shard_id] = keep + pending[len(batch) :]
+                time.sleep(0.2)
+            else:
+                self._pending[shard_id] = pending[len(batch) :]
+        return worked
