@@ -126,10 +126,23 @@ class InvalidPageToken(StoreError):
 
 # ---------------------------------------------------------------- ports
 class TaskStore(Protocol):
-    def create_turn(self, new: NewTurn) -> TaskRecord:
-        """Open the context's next turn: task SUBMITTED, message in history. Raises ContextBusy or
-        DuplicateMessage (the messageId was seen before). Safe to retry: the second call raises
-        DuplicateMessage with the first call's task."""
+    def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
+        """Open the context's next turn: task SUBMITTED, message in history. Returns the task and whether
+        it took the context (start it now) or is queued behind the busy context. `queue=False` raises
+        ContextBusy instead of queueing. DuplicateMessage if the messageId was seen before (so a retried
+        call answers with the first call's task)."""
+        ...
+
+    def claim_next(self, owner: Owner, context_id: str) -> str | None:
+        """Let the next queued turn take a free context; returns its task id (to start), else None."""
+        ...
+
+    def head(self, task_id: str) -> dict[str, Any] | None:
+        """The task item alone (owner, context, state, turn)."""
+        ...
+
+    def context_state(self, owner: Owner, context_id: str) -> dict[str, Any]:
+        """`turns` created, `started`, and the `activeTask` holding the context (or None)."""
         ...
 
     def get(self, task_id: str) -> TaskRecord | None:
@@ -196,6 +209,12 @@ class EventBus(Protocol):
     def publish(self, events: Sequence[RuntimeEvent]) -> None:
         """Publish every event or raise (the caller retries; consumers dedupe on `eventId`)."""
         ...
+
+
+class ContextQueue(Protocol):
+    """The durable queue of turns waiting for a busy context (SQS FIFO, one group per context)."""
+
+    def enqueue(self, task_id: str, group: str) -> None: ...
 
 
 class TurnOrchestrator(Protocol):

@@ -15,6 +15,10 @@ class Settings(BaseModel):
     table_name: str = "nylorun-tasks"
     state_machine_arn: str = ""
     event_bus_name: str = "nylorun"
+    context_queue_url: str = ""
+    # How long a queued turn's message stays out of sight while its context is busy (the backstop's pace;
+    # the ending turn starts the next one directly).
+    dispatch_retry_seconds: int = Field(default=60, ge=0, le=43_200)
     # Profile v2: a blocking SendMessage waits up to `a2aWaitMs`, 5 minutes by default.
     a2a_wait_ms: int = Field(default=300_000, ge=0, le=900_000)
     public_base_url: str | None = None
@@ -61,6 +65,8 @@ class Settings(BaseModel):
             "table_name": "NYLORUN_TABLE",
             "state_machine_arn": "NYLORUN_STATE_MACHINE_ARN",
             "event_bus_name": "NYLORUN_EVENT_BUS",
+            "context_queue_url": "NYLORUN_CONTEXT_QUEUE_URL",
+            "dispatch_retry_seconds": "NYLORUN_DISPATCH_RETRY_SECONDS",
             "a2a_wait_ms": "NYLORUN_A2A_WAIT_MS",
             "public_base_url": "NYLORUN_PUBLIC_BASE_URL",
             "auth": "NYLORUN_AUTH",

@@ -14,10 +14,12 @@ from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore
 from nylorun.adapters.eventbridge import EventBridgeBus
+from nylorun.adapters.sqs import SqsContextQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.engine.agent import AgentRegistry, load_registry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
+from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
 # Standard retry mode with a few attempts: throttling is retried by the SDK, not by our code.
@@ -49,12 +51,20 @@ class Runtime:
         return EventBridgeBus(self.client("events"), self.settings.event_bus_name)
 
     @cached_property
+    def queue(self) -> SqsContextQueue:
+        return SqsContextQueue(self.client("sqs"), self.settings.context_queue_url)
+
+    @cached_property
+    def scheduler(self) -> TurnScheduler:
+        return TurnScheduler(self.store, self.orchestrator, self.queue)
+
+    @cached_property
     def service(self) -> A2AService:
-        return A2AService(self.store, self.orchestrator, self.registry, self.settings)
+        return A2AService(self.store, self.orchestrator, self.registry, self.settings, self.scheduler)
 
     @cached_property
     def runner(self) -> TurnRunner:
-        return TurnRunner(self.store, self.registry, self.orchestrator)
+        return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended)
 
     def app(self) -> Any:
         from nylorun.api.app import create_app

@@ -20,6 +20,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import random
+import time
 import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -106,38 +108,54 @@ class DynamoTaskStore:
         return _item({"PK": f"TASK#{task_id}", "SK": "TASK"})
 
     # ------------------------------------------------------------------ turns
-    def create_turn(self, new: NewTurn) -> TaskRecord:
-        for _ in range(8):
-            ctx = self._get(self._ctx_key(new.owner, new.context_id))
-            if ctx and ctx.get("activeTask"):
-                raise ContextBusy(ctx["activeTask"])
-            previous = int(ctx["turns"]) if ctx else 0
+    def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
+        """Open the context's next turn. Returns the task and whether it holds the context now (start it)
+        or is queued behind a busy context. With `queue=False` a busy context raises ContextBusy instead.
+
+        The context item counts turns created (`turns`) and turns started (`started`) and names the turn
+        holding it (`activeTask`): busy = a turn holds it, or created turns wait to start.
+        """
+        deadline = time.monotonic() + 30
+        attempt = 0
+        while True:
+            ctx = self._get(self._ctx_key(new.owner, new.context_id)) or {}
+            previous, started = int(ctx.get("turns", 0)), int(ctx.get("started", 0))
+            busy = bool(ctx.get("activeTask")) or started < previous
+            if busy and not queue:
+                raise ContextBusy(str(ctx.get("activeTask") or ctx.get("lastTask") or ""))
             turn = previous + 1
             task_id = derive_task_id(new.owner, new.context_id, turn)
             ts = now_timestamp()
             message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
-            status = TaskStatus(state=TaskState.SUBMITTED, timestamp=ts)
             record = TaskRecord(
                 task_id=task_id,
                 context_id=new.context_id,
                 owner=new.owner,
                 turn=turn,
-                status=status,
+                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=ts),
                 history=[message],
                 metadata=new.metadata,
                 version=1,
             )
+            values: dict[str, Any] = {":turn": turn, ":task": task_id}
+            if not ctx:
+                condition = "attribute_not_exists(PK)"
+            else:
+                condition = "turns = :prev"
+                values[":prev"] = previous
+            expression = "SET turns = :turn, lastTask = :task"
+            if not busy:
+                # The context is free: this turn takes it at once.
+                expression += ", started = :turn, activeTask = :task"
+                if ctx:
+                    condition += " AND attribute_not_exists(activeTask) AND started = :prev"
             ctx_update: dict[str, Any] = {
                 "Update": {
                     "TableName": self._table,
                     "Key": self._ctx_key(new.owner, new.context_id),
-                    "UpdateExpression": "SET turns = :turn, activeTask = :task, lastTask = :task",
-                    "ConditionExpression": "attribute_not_exists(PK)"
-                    if ctx is None
-                    else "turns = :prev AND attribute_not_exists(activeTask)",
-                    "ExpressionAttributeValues": _item(
-                        {":turn": turn, ":task": task_id, **({":prev": previous} if ctx else {})}
-                    ),
+                    "UpdateExpression": expression,
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeValues": _item(values),
                 }
             }
             try:
@@ -172,9 +190,76 @@ class DynamoTaskStore:
                 if reasons[3].get("Code") == "ConditionalCheckFailed":
                     old = _plain(reasons[3].get("Item", {}))
                     raise DuplicateMessage(str(old.get("taskId", ""))) from None
-                continue  # the context moved under us (another turn opened): read it again
-            return record
-        raise StateConflict("context kept changing")  # pragma: no cover - only under extreme contention
+                # Another turn opened (or the context was freed) meanwhile: read it again. Many callers
+                # racing on one context each get the next number, in the order their writes land.
+                attempt += 1
+                if time.monotonic() > deadline:
+                    raise StateConflict("context kept changing") from None
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+                continue
+            return record, not busy
+
+    def claim_next(self, owner: Owner, context_id: str) -> str | None:
+        """If the context is free and a queued turn waits, let the next one (in turn order) take it.
+        Queued turns canceled meanwhile are passed over. Returns the task that took the context."""
+        for _ in range(64):
+            ctx = self._get(self._ctx_key(owner, context_id))
+            if not ctx or ctx.get("activeTask"):
+                return None
+            turns, started = int(ctx.get("turns", 0)), int(ctx.get("started", 0))
+            if started >= turns:
+                return None
+            turn = started + 1
+            task_id = derive_task_id(owner, context_id, turn)
+            head = self._head(task_id)
+            takes = head is not None and TaskState(head["state"]) == TaskState.SUBMITTED
+            items: list[dict[str, Any]] = [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": self._ctx_key(owner, context_id),
+                        "UpdateExpression": "SET started = :turn" + (", activeTask = :task" if takes else ""),
+                        "ConditionExpression": "started = :prev AND attribute_not_exists(activeTask)",
+                        "ExpressionAttributeValues": _item(
+                            {":turn": turn, ":prev": started, **({":task": task_id} if takes else {})}
+                        ),
+                    }
+                }
+            ]
+            if takes and head is not None:
+                # The claim bumps the task's version, so a cancel racing it re-reads and sees it active.
+                items.append(
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": self._task_key(task_id),
+                            "UpdateExpression": "SET version = version + :one",
+                            "ConditionExpression": "version = :v AND #state = :submitted",
+                            "ExpressionAttributeNames": {"#state": "state"},
+                            "ExpressionAttributeValues": _item(
+                                {":one": 1, ":v": int(head["version"]), ":submitted": TaskState.SUBMITTED.value}
+                            ),
+                        }
+                    }
+                )
+            try:
+                self._db.transact_write_items(TransactItems=items)
+            except ClientError as exc:
+                if not _is(exc, "TransactionCanceledException"):
+                    raise
+                continue
+            if takes:
+                return task_id
+        return None
+
+    def context_state(self, owner: Owner, context_id: str) -> dict[str, Any]:
+        """The context's counters: turns created, turns started, the task holding it (if any)."""
+        ctx = self._get(self._ctx_key(owner, context_id)) or {}
+        return {
+            "turns": int(ctx.get("turns", 0)),
+            "started": int(ctx.get("started", 0)),
+            "activeTask": ctx.get("activeTask"),
+        }
 
     def _task_item(self, record: TaskRecord, *, msg_seq: int) -> dict[str, Any]:
         owner_key = self._owner_key(record.owner)
@@ -404,7 +489,10 @@ class DynamoTaskStore:
                 {"Put": {"TableName": self._table, "Item": self._message_item(task_id, seq + i + 1, m)}}
                 for i, m in enumerate(history)
             ]
-            if status.state.terminal:
+            holds_context = status.state.terminal and (
+                (self._get(self._ctx_key(record.owner, record.context_id)) or {}).get("activeTask") == task_id
+            )
+            if holds_context:
                 # A terminal status frees the context for its next turn, in the same transaction.
                 items.append(
                     {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from nylorun.observability import logger, metrics
@@ -20,7 +21,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.turn import Finished, Interrupted, NonDeterministicAgent, OutcomeLost, Turn
-from nylorun.ports import JournalEntry, StateConflict, TaskRecord, TaskStore, TurnCanceled, TurnOrchestrator
+from nylorun.ports import (
+    JournalEntry,
+    Owner,
+    StateConflict,
+    TaskRecord,
+    TaskStore,
+    TurnCanceled,
+    TurnOrchestrator,
+)
 from nylorun.profile.extensions import TELEMETRY, Telemetry, with_extension
 from nylorun.protocol.models import INTERRUPTED_STATES, Message, Part, Role, TaskState, TaskStatus
 
@@ -75,10 +84,18 @@ def agent_text(record: TaskRecord, text: str) -> Message:
 
 
 class TurnRunner:
-    def __init__(self, store: TaskStore, registry: AgentRegistry, orchestrator: TurnOrchestrator) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        registry: AgentRegistry,
+        orchestrator: TurnOrchestrator,
+        on_ended: Callable[[Owner, str], object] = lambda owner, context_id: None,
+    ) -> None:
         self._store = store
         self._registry = registry
         self._orchestrator = orchestrator
+        # Called whenever a turn has ended, so the context's next queued turn starts (idempotent).
+        self._on_ended = on_ended
 
     def handle(self, event: dict[str, Any]) -> Outcome:
         action = event.get("action", "run")
@@ -102,7 +119,9 @@ class TurnRunner:
             return _ended()
         logger.append_keys(context_id=record.context_id, agent=record.owner.agent)
         if record.state.terminal:
-            return _ended()  # canceled (or already finished by an earlier run): nothing more to do
+            # Canceled, or finished by an earlier run that may have died before starting the next turn.
+            self._on_ended(record.owner, record.context_id)
+            return _ended()
         if record.state.interrupted and record.interaction is not None:
             # A rerun while a person has not answered yet: keep waiting on the same interaction.
             return {"outcome": "interrupted", "interactionId": record.interaction.interaction_id}
@@ -110,6 +129,10 @@ class TurnRunner:
         if agent is None or agent.run is None:
             return self._end_failed(task_id, "This agent is no longer served.", ACTIVE)
         if record.state == TaskState.SUBMITTED:
+            if self._store.context_state(record.owner, record.context_id)["activeTask"] != task_id:
+                # One turn at a time per context: a queued turn runs only once it holds the context.
+                logger.warning("turn started before it held its context; not running it")
+                return _ended()
             try:
                 record = self._start(record)
             except StateConflict:
@@ -140,6 +163,7 @@ class TurnRunner:
             return {"outcome": "uncertain", "interactionId": None}
         except (TurnCanceled, StateConflict):
             logger.info("turn stopped: the task changed under it (canceled)")
+            self._on_ended(record.owner, record.context_id)
             return _ended()
         except NonDeterministicAgent:
             logger.exception("agent is not deterministic on replay")
@@ -163,6 +187,7 @@ class TurnRunner:
             )
         )
         metrics.add_metric(name="TurnEnded", unit=MetricUnit.Count, value=1)
+        self._on_ended(record.owner, record.context_id)
         return _ended()
 
     def _start(self, record: TaskRecord) -> TaskRecord:
@@ -220,6 +245,7 @@ class TurnRunner:
             )
         )
         metrics.add_metric(name="TurnFailed", unit=MetricUnit.Count, value=1)
+        self._on_ended(record.owner, record.context_id)
         return _ended()
 
     @staticmethod

@@ -107,8 +107,9 @@ def patch_moto_dynamodb() -> None:
 
     * its request handling is not thread-safe (a transaction deep-copies the table while another request
       writes it: "dictionary changed size during iteration"), so DynamoDB requests are serialized;
-    * that copy (its rollback snapshot) also deep-copies every stream record ever written, which grows
-      without bound; records never change once written, so the snapshot shares them.
+    * for its rollback, every transaction deep-copies each table it touches — every item and every stream
+      record ever written — so transactions slow down as the table grows. Under the lock, a snapshot of just
+      the items the transaction names (and the stream's length) restores the same state on failure.
     """
     global _dynamodb_patched
     with _installed:
@@ -116,24 +117,57 @@ def patch_moto_dynamodb() -> None:
             return
         import copy
 
+        from moto.dynamodb.models import DynamoDBBackend
+        from moto.dynamodb.models.dynamo_type import DynamoType
         from moto.dynamodb.models.table import Table
         from moto.dynamodb.responses import DynamoHandler
 
-        def snapshot(self: Any, memo: dict[int, Any]) -> Any:
-            clone = copy.copy(self)
-            clone.items = copy.deepcopy(self.items, memo)
-            if self.stream_shard is not None:
-                shard = copy.copy(self.stream_shard)
-                shard.items = list(self.stream_shard.items)
-                clone.stream_shard = shard
-            return clone
+        original_transact = DynamoDBBackend.transact_write_items
 
-        Table.__deepcopy__ = snapshot  # type: ignore[attr-defined]
-        original = DynamoHandler.call_action
+        def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+            saved: list[tuple[Any, Any, Any, Any]] = []
+            streams: dict[int, tuple[Any, int]] = {}
+            for entry in transact_items:
+                op = next(iter(entry.values()))
+                table = self.tables.get(op.get("TableName"))
+                if table is None:
+                    continue
+                key = op.get("Key") or op.get("Item") or {}
+                if table.hash_key_attr not in key or (table.range_key_attr and table.range_key_attr not in key):
+                    continue  # malformed: moto rejects it before writing anything
+                hash_key = DynamoType(key[table.hash_key_attr])
+                range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+                row = table.items.get(hash_key)
+                old = row.get(range_key) if range_key is not None and isinstance(row, dict) else row
+                saved.append((table, hash_key, range_key, copy.deepcopy(old)))
+                if table.stream_shard is not None:
+                    streams[id(table)] = (table.stream_shard, len(table.stream_shard.items))
+            Table.__deepcopy__ = lambda table, memo: table  # type: ignore[attr-defined]  # no whole-table copy
+            try:
+                original_transact(self, transact_items)
+            except Exception:
+                for table, hash_key, range_key, old in reversed(saved):
+                    if range_key is None:
+                        if old is None:
+                            table.items.pop(hash_key, None)
+                        else:
+                            table.items[hash_key] = old
+                    elif old is None:
+                        table.items.get(hash_key, {}).pop(range_key, None)
+                    else:
+                        table.items[hash_key][range_key] = old
+                for shard, length in streams.values():
+                    del shard.items[length:]  # no stream record for writes that were rolled back
+                raise
+            finally:
+                del Table.__deepcopy__  # type: ignore[attr-defined]
+
+        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        original_call = DynamoHandler.call_action
 
         def call_action(self: Any) -> Any:
             with _dynamodb_lock:
-                return original(self)
+                return original_call(self)
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
         _dynamodb_patched = True

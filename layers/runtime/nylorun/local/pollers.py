@@ -93,3 +93,73 @@ class StreamPoller:
             else:
                 self._pending[shard_id] = pending[len(batch) :]
         return worked
+
+
+class QueuePoller:
+    """SQS queue → function, like Lambda's SQS event source mapping: batches of up to `batch_size`, the
+    messages named in `batchItemFailures` (or the whole batch, if the function fails) stay on the queue
+    and come back after their visibility timeout; the rest are deleted."""
+
+    def __init__(self, aws: LocalAws, queue_url: str, function_name: str, batch_size: int = 10) -> None:
+        self._sqs = aws.client("sqs")
+        self._url = queue_url
+        self._arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        self._function = function_name
+        self._batch = batch_size
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
+
+    def start(self) -> QueuePoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self._poll_once():
+                    self._stop.wait(0.03)
+            except Exception:
+                logger.exception("queue poller failed; retrying")
+                self._stop.wait(0.5)
+
+    def _poll_once(self) -> bool:
+        out = self._sqs.receive_message(
+            QueueUrl=self._url,
+            MaxNumberOfMessages=self._batch,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = out.get("Messages", [])
+        if not messages:
+            return False
+        records = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": self._arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+        result, error = invoke_registered(self._function, {"Records": records})
+        if error:
+            return True  # nothing deleted: the whole batch comes back after its visibility timeout
+        failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures") or []}
+        done = [r for r in records if r["messageId"] not in failed]
+        for start in range(0, len(done), 10):
+            self._sqs.delete_message_batch(
+                QueueUrl=self._url,
+                Entries=[{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(done[start : start + 10])],
+            )
+        return True

@@ -16,7 +16,7 @@ import uvicorn
 
 from nylorun.engine.agent import Agent
 from nylorun.local.aws import LocalAws, free_port
-from nylorun.local.pollers import StreamPoller
+from nylorun.local.pollers import QueuePoller, StreamPoller
 from nylorun.local.stack import LocalStack, create_stack, start_functions
 from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
@@ -49,7 +49,7 @@ class LocalRuntime:
         self.stack: LocalStack | None = None
         self.runtime: Runtime | None = None
         self._functions: dict[str, Any] = {}
-        self._pollers: list[StreamPoller] = []
+        self._pollers: list[StreamPoller | QueuePoller] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -69,6 +69,8 @@ class LocalRuntime:
             "NYLORUN_TABLE": self.stack.table_name,
             "NYLORUN_STATE_MACHINE_ARN": self.stack.state_machine_arn,
             "NYLORUN_EVENT_BUS": self.stack.event_bus_name,
+            "NYLORUN_CONTEXT_QUEUE_URL": self.stack.context_queue_url,
+            "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
@@ -91,7 +93,8 @@ class LocalRuntime:
         self.runtime = build_runtime(Settings.from_env())
         # Lambda's event source mappings, with Lambda's semantics (moto's run inline and drop failures).
         self._pollers = [
-            StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start()
+            StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start(),
+            QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
         ]
         return self.runtime
 

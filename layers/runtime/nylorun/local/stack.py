@@ -19,7 +19,7 @@ from nylorun.local import template
 from nylorun.local.aws import ACCOUNT, REGION, LocalAws, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
-FUNCTIONS = ("TurnFunction", "PublishFunction")
+FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class LocalStack:
     table_stream_arn: str
     state_machine_arn: str
     event_bus_name: str
+    context_queue_url: str
     function_names: dict[str, str]
 
 
@@ -52,6 +53,29 @@ def create_table(client: Any, name: str) -> None:
     )
     ttl = props["TimeToLiveSpecification"]
     client.update_time_to_live(TableName=name, TimeToLiveSpecification={**ttl, "Enabled": True})
+
+
+def create_fifo_queue(client: Any, logical_id: str, dlq_logical_id: str, prefix: str) -> str:
+    """A FIFO queue and its dead-letter queue with the template's attributes."""
+    dlq_props = template.properties(dlq_logical_id)
+    dlq_url = client.create_queue(
+        QueueName=f"{prefix}-{dlq_logical_id}.fifo",
+        Attributes={"FifoQueue": "true", "MessageRetentionPeriod": str(dlq_props["MessageRetentionPeriod"])},
+    )["QueueUrl"]
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    props = template.properties(logical_id)
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": props["RedrivePolicy"]["maxReceiveCount"]}
+    return str(
+        client.create_queue(
+            QueueName=f"{prefix}-{logical_id}.fifo",
+            Attributes={
+                "FifoQueue": "true",
+                "ContentBasedDeduplication": str(props["ContentBasedDeduplication"]).lower(),
+                "VisibilityTimeout": str(props["VisibilityTimeout"]),
+                "RedrivePolicy": json.dumps(redrive),
+            },
+        )["QueueUrl"]
+    )
 
 
 def _zip() -> bytes:
@@ -96,6 +120,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     event_bus_name = f"{prefix}-events"
     template.properties("RuntimeBus")  # declared there; the local name follows the stack's pattern
     aws.client("events").create_event_bus(Name=event_bus_name)
+    context_queue_url = create_fifo_queue(aws.client("sqs"), "ContextQueue", "ContextDLQ", prefix)
 
     lambdas = aws.client("lambda")
     names: dict[str, str] = {}
@@ -126,6 +151,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         table_stream_arn=stream_arn,
         state_machine_arn=machine["stateMachineArn"],
         event_bus_name=event_bus_name,
+        context_queue_url=context_queue_url,
         function_names=names,
     )
 

@@ -60,6 +60,7 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 from nylorun.service.push_urls import PushUrlRejected, check_push_url
+from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
 JsonObject = dict[str, Any]
@@ -88,10 +89,12 @@ class A2AService:
         orchestrator: TurnOrchestrator,
         registry: AgentRegistry,
         settings: Settings,
+        scheduler: TurnScheduler,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._orchestrator = orchestrator
+        self._scheduler = scheduler
         self._registry = registry
         self._settings = settings
         self._sleep = sleep
@@ -120,8 +123,7 @@ class A2AService:
         if answered_by is not None:
             # A repeated messageId is not a second turn: answer with the task the first one made.
             record = self._owned(owner, answered_by)
-            if record.state == TaskState.SUBMITTED:
-                self._orchestrator.start(record.task_id)  # the first send may have died before starting it
+            self._scheduler.resubmitted(record)  # the first send may have died before starting or queueing it
             return self._respond(caller, record, request)
 
         if message.task_id is not None:
@@ -136,12 +138,11 @@ class A2AService:
                 raise UnsupportedOperationError(
                     f"Task {record.task_id} is in terminal state: {record.state.value}"
                 )
-            if not record.state.interrupted:
-                raise UnsupportedOperationError(
-                    f"Task {record.task_id} is {record.state.value} and is not waiting for input"
-                )
-            record = self._answer(record, message.model_copy(update={"context_id": record.context_id}))
-            return self._respond(caller, record, request)
+            if record.state.interrupted:
+                record = self._answer(record, message.model_copy(update={"context_id": record.context_id}))
+                return self._respond(caller, record, request)
+            # A message to a task that is not waiting for input is a new turn in its context (queued).
+            return self._new_turn(caller, request, record.context_id)
 
         agent = self._registry.get(caller.agent)
         if agent is not None and agent.direct is not None:
@@ -149,19 +150,30 @@ class A2AService:
             if direct is not None:
                 return {"message": direct.wire()}
 
-        context_id = message.context_id or str(uuid.uuid4())
+        return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()))
+
+    def _new_turn(self, caller: Caller, request: SendMessageRequest, context_id: str) -> JsonObject:
+        """The context's next turn: it starts now, or waits its turn behind a busy context (queued), and
+        either way the caller gets the task that will take the message."""
+        message = request.message.model_copy(update={"task_id": None, "context_id": context_id})
+        # Profile v2: `delivery: "reject"` in the message's metadata refuses a busy context instead.
+        reject = (message.metadata or {}).get("delivery") == "reject"
         try:
-            record = self._store.create_turn(
-                NewTurn(owner=owner, context_id=context_id, message=message, metadata=request.metadata)
+            record, took_context = self._store.create_turn(
+                NewTurn(owner=caller.owner, context_id=context_id, message=message, metadata=request.metadata),
+                queue=not reject,
             )
         except ContextBusy as busy:
             raise context_busy(context_id, busy.active_task_id) from None
         except DuplicateMessage as duplicate:  # raced with the same messageId
-            record = self._owned(owner, duplicate.task_id)
+            record = self._owned(caller.owner, duplicate.task_id)
+            self._scheduler.resubmitted(record)
+            return self._respond(caller, record, request)
+        push = request.configuration.task_push_notification_config if request.configuration else None
         if push is not None:
             self._save_push_config(record.task_id, push)
-        self._orchestrator.start(record.task_id)
-        logger.info("turn submitted", extra={"task_id": record.task_id, "context_id": record.context_id})
+        self._scheduler.submitted(record, took_context)
+        logger.info("turn submitted", extra={"task_id": record.task_id, "queued": not took_context})
         return self._respond(caller, record, request)
 
     def _respond(self, caller: Caller, record: TaskRecord, request: SendMessageRequest) -> JsonObject:
@@ -320,6 +332,7 @@ class A2AService:
         for token in self._store.wait_tokens(record.task_id):
             self._orchestrator.abandon(token, "Canceled at the caller's request")
         logger.info("task canceled", extra={"task_id": record.task_id})
+        self._scheduler.ended(record.owner, record.context_id)  # the queue moves on
         return self._render(caller, self._owned(caller.owner, record.task_id), None).wire()
 
     # ================================================================== push notification configs

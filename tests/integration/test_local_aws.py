@@ -1,0 +1,211 @@
+"""The local AWS still works with the pinned moto: the in-process Lambda shim, and Step Functions really
+running statemachines/turn.asl.json (a plain turn, and a turn that waits for an answer on a task token).
+
+If moto changes under the shim these fail loudly: without it, moto's Lambda echoes the payload back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nylorun.local.runtime import LocalRuntime
+from nylorun.local.template import REPO_ROOT
+from nylorun.protocol import jsonrpc
+from nylorun.protocol.models import SendMessageRequest, TaskState
+from nylorun.service.a2a import Caller
+
+EVENTS = REPO_ROOT / "events"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    return dict(json.loads((EVENTS / name).read_text()))
+
+
+@pytest.fixture(scope="module")
+def turn_function(local_runtime: LocalRuntime) -> str:
+    assert local_runtime.stack is not None
+    return local_runtime.stack.function_names["TurnFunction"]
+
+
+def invoke(local_runtime: LocalRuntime, name: str, event: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    out = local_runtime.aws.client("lambda").invoke(FunctionName=name, Payload=json.dumps(event).encode())
+    return json.loads(out["Payload"].read()), out
+
+
+# ---------------------------------------------------------------- the Lambda shim
+def test_lambda_invoke_runs_the_turn_handler_in_process(
+    local_runtime: LocalRuntime, turn_function: str
+) -> None:
+    # Given the sample turn-run event for a task nobody created
+    event = load_event("turn-run.json")
+    assert local_runtime.runtime is not None and local_runtime.runtime.store.get(event["taskId"]) is None
+    # When the turn function is invoked by name through the Lambda API
+    payload, out = invoke(local_runtime, turn_function, event)
+    # Then our handler ran (moto alone would echo the event back) and ended the turn without an error
+    assert out["StatusCode"] == 200
+    assert "FunctionError" not in out
+    assert payload == {"outcome": "ended", "interactionId": None}
+
+
+def test_lambda_invoke_of_a_raising_handler_is_an_unhandled_function_error(
+    local_runtime: LocalRuntime, turn_function: str
+) -> None:
+    # Given an event the turn handler refuses (an action it does not know)
+    event = {**load_event("turn-run.json"), "action": "explode"}
+    # When it is invoked
+    payload, out = invoke(local_runtime, turn_function, event)
+    # Then Lambda reports an unhandled error with its type and message, as AWS does
+    assert out["FunctionError"] == "Unhandled"
+    assert payload["errorType"] == "ValueError"
+    assert "explode" in payload["errorMessage"]
+
+
+def test_park_for_a_task_that_is_gone_ends_the_wait_and_succeeds(
+    local_runtime: LocalRuntime, turn_function: str
+) -> None:
+    # Given the sample park event: a token for a task that does not exist (the wait must not hang)
+    event = {**load_event("turn-park.json"), "taskId": str(uuid.uuid4())}
+    # When the turn function parks it (its SendTaskFailure finds no such token: someone finished it)
+    payload, out = invoke(local_runtime, turn_function, event)
+    # Then the park succeeds and the token is kept beside the interaction
+    assert "FunctionError" not in out, payload
+    assert payload == {"outcome": "parked", "interactionId": event["interactionId"]}
+    assert local_runtime.runtime is not None
+    assert (
+        local_runtime.runtime.store.get_wait_token(event["taskId"], event["interactionId"]) == event["token"]
+    )
+
+
+# ---------------------------------------------------------------- Step Functions runs turn.asl.json
+def send(local_runtime: LocalRuntime, caller: Caller, message: dict[str, Any]) -> dict[str, Any]:
+    assert local_runtime.runtime is not None
+    request = jsonrpc.parse_params(
+        SendMessageRequest, {"message": message, "configuration": {"returnImmediately": True}}
+    )
+    return dict(local_runtime.runtime.service.send_message(caller, request)["task"])
+
+
+def execution(local_runtime: LocalRuntime, task_id: str) -> dict[str, Any]:
+    """The task's execution, found by its name among the state machine's executions."""
+    assert local_runtime.stack is not None
+    sfn = local_runtime.aws.client("stepfunctions")
+    listed = sfn.list_executions(stateMachineArn=local_runtime.stack.state_machine_arn)["executions"]
+    matches = [e for e in listed if e["name"] == task_id]
+    assert len(matches) == 1, f"one execution named {task_id}, got {len(matches)}"
+    return dict(matches[0])
+
+
+def wait_for(check: Any, what: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finished(local_runtime: LocalRuntime, task_id: str) -> dict[str, Any]:
+    sfn = local_runtime.aws.client("stepfunctions")
+    arn = execution(local_runtime, task_id)["executionArn"]
+    return dict(
+        wait_for(lambda: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d, arn)
+    )
+
+
+def history(local_runtime: LocalRuntime, task_id: str) -> list[dict[str, Any]]:
+    sfn = local_runtime.aws.client("stepfunctions")
+    arn = execution(local_runtime, task_id)["executionArn"]
+    return list(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
+
+
+def states_entered(events: list[dict[str, Any]]) -> list[str]:
+    return [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+
+
+def test_a_plain_turn_runs_the_state_machine_in_three_transitions(local_runtime: LocalRuntime) -> None:
+    # Given a message to echo
+    caller = Caller(subject=f"sfn-{uuid.uuid4()}", agent="echo")
+    task = send(
+        local_runtime,
+        caller,
+        {"messageId": f"m-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": "ping"}]},
+    )
+    # When its execution (named by the task id) finishes
+    done = finished(local_runtime, task["id"])
+    # Then it SUCCEEDED through RunTurn → Interrupted? → Done: three state transitions, as documented
+    assert done["status"] == "SUCCEEDED"
+    entered = states_entered(history(local_runtime, task["id"]))
+    assert entered == ["RunTurn", "Interrupted?", "Done"]
+    assert len(entered) == 3
+    assert json.loads(done["input"])["taskId"] == task["id"]
+    # And the turn really ran: the task is COMPLETED with the echo
+    assert local_runtime.runtime is not None
+    record = local_runtime.runtime.store.get(task["id"])
+    assert record is not None and record.state == TaskState.COMPLETED
+    assert record.history[-1].text() == "ping"
+
+
+def test_an_input_required_turn_parks_on_a_token_and_resumes_when_answered(
+    local_runtime: LocalRuntime,
+) -> None:
+    # Given the tck agent's input-required scenario
+    assert local_runtime.runtime is not None
+    store = local_runtime.runtime.store
+    caller = Caller(subject=f"sfn-{uuid.uuid4()}", agent="tck")
+    message = {
+        "messageId": f"tck-input-required-{uuid.uuid4()}",
+        "role": "ROLE_USER",
+        "parts": [{"text": "go"}],
+    }
+    task_id = send(local_runtime, caller, message)["id"]
+    # When the turn asks its question
+    record = wait_for(
+        lambda: (r := store.get(task_id)) is not None and r.state == TaskState.INPUT_REQUIRED and r,
+        "INPUT_REQUIRED",
+    )
+    interaction_id = record.interaction.interaction_id
+    token = wait_for(lambda: store.get_wait_token(task_id, interaction_id), "the parked token")
+    # Then the execution waits in WaitForAnswer on a submitted task token, still RUNNING
+    events = history(local_runtime, task_id)
+    assert states_entered(events) == ["RunTurn", "Interrupted?", "WaitForAnswer"]
+    assert any(e["type"] == "TaskSubmitted" for e in events)
+    assert execution(local_runtime, task_id)["status"] == "RUNNING"
+    assert len(token) >= 32
+
+    # When the caller answers the question
+    answer = {
+        "messageId": f"m-{uuid.uuid4()}",
+        "role": "ROLE_USER",
+        "taskId": task_id,
+        "parts": [{"text": "blue"}],
+    }
+    send(local_runtime, caller, answer)
+    # Then the token resumes the execution, the turn runs again and the execution SUCCEEDS
+    done = finished(local_runtime, task_id)
+    assert done["status"] == "SUCCEEDED"
+    assert states_entered(history(local_runtime, task_id)) == [
+        "RunTurn", "Interrupted?", "WaitForAnswer", "RunTurn", "Interrupted?", "Done",
+    ]  # fmt: skip
+    final = store.get(task_id)
+    assert final is not None and final.state == TaskState.COMPLETED
+    assert final.history[-1].text() == "Input received: blue"
+
+
+def test_the_state_machine_moto_runs_is_the_repository_file(local_runtime: LocalRuntime) -> None:
+    # Given the state machine the local stack created
+    assert local_runtime.stack is not None
+    sfn = local_runtime.aws.client("stepfunctions")
+    described = sfn.describe_state_machine(stateMachineArn=local_runtime.stack.state_machine_arn)
+    # When its definition is compared with statemachines/turn.asl.json
+    deployed = json.loads(described["definition"])
+    source = json.loads(Path(REPO_ROOT / "statemachines/turn.asl.json").read_text())
+    # Then they are the same machine, with the placeholder replaced by the local turn function's ARN
+    arn = deployed["States"]["RunTurn"]["Parameters"]["FunctionName"]
+    assert arn.endswith(":function:" + local_runtime.stack.function_names["TurnFunction"])
+    assert json.loads(json.dumps(source).replace("${TurnFunctionArn}", arn)) == deployed
