@@ -29,6 +29,12 @@ def local_runtime() -> Iterator[LocalRuntime]:
             dev_tokens={ALICE: "alice", BOB: "bob"},
             push_secret="whsec_" + "dGVzdC1zZWNyZXQtZm9yLW55bG9ydW4tdGVzdHMtMzI=",
             a2a_wait_ms=20_000,
+            # Push retries shrunk so tests see backoff, recovery and dead-lettering in seconds.
+            extra_env={
+                "NYLORUN_PUSH_RETRY_BASE_SECONDS": "1",
+                "NYLORUN_PUSH_RETRY_MAX_SECONDS": "1",
+                "NYLORUN_PUSH_MAX_AGE_SECONDS": "6",
+            },
         )
     )
     runtime.start_in_thread()

@@ -11,12 +11,17 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nylorun.adapters.sqs import hold_failed_groups
 from nylorun.observability import logger, metrics, tracer
 from nylorun.service.scheduler import ContextStillBusy
 from nylorun.wiring import build_runtime
 
 runtime = build_runtime()
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+# A batch whose every message must wait is not an error: answer with all of them as failures (their delays
+# are then applied), instead of failing the invocation. The FIFO processor takes no such argument.
+processor.raise_on_entire_batch_failure = False
+delays: dict[str, int] = {}  # message group → seconds its failed messages wait, in this invocation
 
 
 def record_handler(record: SQSRecord) -> None:
@@ -25,7 +30,7 @@ def record_handler(record: SQSRecord) -> None:
         runtime.scheduler.dispatch(task_id)
     except ContextStillBusy:
         # Look again later; the turn ending before it will normally have started it long before then.
-        runtime.queue.retry_later(record.receipt_handle, runtime.settings.dispatch_retry_seconds)
+        delays[record.attributes.message_group_id or ""] = runtime.settings.dispatch_retry_seconds
         raise
 
 
@@ -33,4 +38,7 @@ def record_handler(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    delays.clear()
+    response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    hold_failed_groups(event, response, delays, runtime.queue.retry_later)
+    return response

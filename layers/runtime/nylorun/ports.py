@@ -103,6 +103,8 @@ class TaskPage:
 class StoredPushConfig:
     config: TaskPushNotificationConfig  # with credentials: never returned to a caller as is
     created_at: str
+    # The profile extensions its creator activated: deliveries show the same extension data.
+    extensions: tuple[str, ...] = ()
 
 
 JournalKind = Literal["effect", "interaction", "usage"]
@@ -203,6 +205,14 @@ class TaskStore(Protocol):
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]: ...
 
     def delete_push_config(self, task_id: str, config_id: str) -> None: ...
+
+    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
+        """The task ended: its configs expire (TTL) at `expires_at` (epoch seconds)."""
+        ...
+
+    def sweep_push_configs(self) -> int:
+        """Remove configs whose task no longer exists; returns how many."""
+        ...
 
 
 class EventBus(Protocol):

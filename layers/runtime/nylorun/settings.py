@@ -25,7 +25,20 @@ class Settings(BaseModel):
     auth: AuthMode = "jwt"
     # `--auth dev`: "token=subject,token2=subject2". Tokens are secrets: never logged.
     dev_tokens: dict[str, str] = Field(default_factory=dict, repr=False)
+    # Standard Webhooks secret(s), space-separated while rotating ("whsec_new whsec_old"): all of them sign.
     push_secret: str | None = Field(default=None, repr=False)
+    push_secret_arn: str | None = None  # deployed: the secret lives in Secrets Manager
+    push_queue_url: str = ""
+    push_dlq_url: str = ""
+    push_timeout_seconds: int = Field(default=10, ge=1, le=30)
+    push_retry_base_seconds: int = Field(default=30, ge=1)
+    push_retry_max_seconds: int = Field(default=3600, ge=1)
+    push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
+    push_config_retention_seconds: int = Field(default=7 * 24 * 3600, ge=0)
+    # Deliveries to loopback addresses (local Runtime: the TCK's receiver runs there). Off when deployed.
+    push_allow_loopback: bool = False
+    # Host names allowed to resolve to private addresses (a receiver inside your VPC, say).
+    push_private_hosts: list[str] = Field(default_factory=list)
     # Hosts a push config URL may name ("*" = any public host). http:// only to `push_http_hosts`.
     push_allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
     push_http_hosts: list[str] = Field(default_factory=list)
@@ -39,7 +52,7 @@ class Settings(BaseModel):
     provider_url: str = "https://docs.nylorun.com"
     runtime_version: str = "0.1.0"
 
-    @field_validator("push_allowed_hosts", "push_http_hosts", mode="before")
+    @field_validator("push_allowed_hosts", "push_http_hosts", "push_private_hosts", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
@@ -57,7 +70,7 @@ class Settings(BaseModel):
     @property
     def push_enabled(self) -> bool:
         # Profile v2: push configs are served only when the Runtime has a push secret.
-        return bool(self.push_secret)
+        return bool(self.push_secret or self.push_secret_arn)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -72,6 +85,16 @@ class Settings(BaseModel):
             "auth": "NYLORUN_AUTH",
             "dev_tokens": "NYLORUN_DEV_TOKENS",
             "push_secret": "NYLORUN_PUSH_SECRET",
+            "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
+            "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
+            "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
+            "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
+            "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",
+            "push_retry_max_seconds": "NYLORUN_PUSH_RETRY_MAX_SECONDS",
+            "push_max_age_seconds": "NYLORUN_PUSH_MAX_AGE_SECONDS",
+            "push_config_retention_seconds": "NYLORUN_PUSH_CONFIG_RETENTION_SECONDS",
+            "push_allow_loopback": "NYLORUN_PUSH_ALLOW_LOOPBACK",
+            "push_private_hosts": "NYLORUN_PUSH_PRIVATE_HOSTS",
             "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
             "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",

@@ -14,11 +14,13 @@ from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore
 from nylorun.adapters.eventbridge import EventBridgeBus
-from nylorun.adapters.sqs import SqsContextQueue
+from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
+from nylorun.adapters.webhooks import WebhookSender
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.engine.agent import AgentRegistry, load_registry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
+from nylorun.service.push import PushService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
@@ -65,6 +67,29 @@ class Runtime:
     @cached_property
     def runner(self) -> TurnRunner:
         return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended)
+
+    @cached_property
+    def push_queue(self) -> SqsPushQueue:
+        return SqsPushQueue(self.client("sqs"), self.settings.push_queue_url, self.settings.push_dlq_url)
+
+    def push_secrets(self) -> list[str]:
+        """The signing secret(s): from Secrets Manager when deployed (cached 5 minutes, so a rotation is
+        picked up), else from settings. Space-separated values all sign (rotation)."""
+        value = self.settings.push_secret
+        if self.settings.push_secret_arn:
+            from aws_lambda_powertools.utilities import parameters
+
+            value = str(parameters.get_secret(self.settings.push_secret_arn, max_age=300))
+        return (value or "").split()
+
+    @cached_property
+    def push(self) -> PushService:
+        sender = WebhookSender(
+            timeout_seconds=self.settings.push_timeout_seconds,
+            allow_loopback=self.settings.push_allow_loopback,
+            private_hosts=frozenset(self.settings.push_private_hosts),
+        )
+        return PushService(self.store, sender, self.push_queue, self.settings, self.push_secrets())
 
     def app(self) -> Any:
         from nylorun.api.app import create_app

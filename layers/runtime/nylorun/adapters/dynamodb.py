@@ -745,6 +745,7 @@ class DynamoTaskStore:
                     "SK": f"CFG#{config.config.id}",
                     "body": json.dumps(config.config.wire()),
                     "createdAt": config.created_at,
+                    "extensions": list(config.extensions) or None,
                 }
             ),
         )
@@ -766,8 +767,43 @@ class DynamoTaskStore:
             TableName=self._table, Key=_item({"PK": f"PUSH#{task_id}", "SK": f"CFG#{config_id}"})
         )
 
+    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
+        for stored in self.list_push_configs(task_id):
+            try:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=_item({"PK": f"PUSH#{task_id}", "SK": f"CFG#{stored.config.id}"}),
+                    UpdateExpression="SET expiresAt = :at",
+                    ConditionExpression="attribute_exists(PK)",
+                    ExpressionAttributeValues=_item({":at": expires_at}),
+                )
+            except ClientError as exc:
+                if not _is(exc, "ConditionalCheckFailedException"):
+                    raise
+
+    def sweep_push_configs(self) -> int:
+        """Configs whose task is gone (the sister system's lesson: a config's lifetime is its task's)."""
+        removed = 0
+        paginator = self._db.get_paginator("scan")
+        pages = paginator.paginate(
+            TableName=self._table,
+            FilterExpression="begins_with(PK, :push)",
+            ExpressionAttributeValues=_item({":push": "PUSH#"}),
+            ProjectionExpression="PK, SK",
+        )
+        for page in pages:
+            for raw in page.get("Items", []):
+                item = _plain(raw)
+                task_id = str(item["PK"]).removeprefix("PUSH#")
+                if self._head(task_id) is None:
+                    self._db.delete_item(TableName=self._table, Key=_item({"PK": item["PK"], "SK": item["SK"]}))
+                    removed += 1
+        return removed
+
     @staticmethod
     def _push(item: dict[str, Any]) -> StoredPushConfig:
         return StoredPushConfig(
-            config=TaskPushNotificationConfig.model_validate_json(item["body"]), created_at=item["createdAt"]
+            config=TaskPushNotificationConfig.model_validate_json(item["body"]),
+            created_at=item["createdAt"],
+            extensions=tuple(item.get("extensions") or ()),
         )

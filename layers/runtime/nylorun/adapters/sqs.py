@@ -4,7 +4,24 @@ and never hold up another context's."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+
+def hold_failed_groups(
+    event: dict[str, Any], response: dict[str, Any], delays: dict[str, int], retry_later: Callable[[str, int], None]
+) -> None:
+    """After a FIFO batch: every failed message of a group that asked to wait waits as long.
+
+    Powertools' FIFO processor fails the rest of a group once one message fails (order), but those messages
+    would otherwise stay out of sight for the queue's whole visibility timeout and block the group longer
+    than its head asked for.
+    """
+    failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+    for record in event.get("Records", []):
+        group = record.get("attributes", {}).get("MessageGroupId", "")
+        if record["messageId"] in failed and group in delays:
+            retry_later(record["receiptHandle"], delays[group])
 
 
 class SqsContextQueue:
@@ -22,6 +39,37 @@ class SqsContextQueue:
 
     def retry_later(self, receipt_handle: str, seconds: int) -> None:
         """Keep a message whose context is still busy out of sight for a while (the group waits with it)."""
+        self._sqs.change_message_visibility(
+            QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
+        )
+
+
+class SqsPushQueue:
+    """Push deliveries on SQS FIFO (one group per task + config) and their dead-letter queue."""
+
+    def __init__(self, client: Any, queue_url: str, dlq_url: str) -> None:
+        self._sqs = client
+        self._url = queue_url
+        self._dlq = dlq_url
+
+    def send_delivery(self, delivery: Any) -> None:
+        self._sqs.send_message(
+            QueueUrl=self._url,
+            MessageBody=json.dumps({"delivery": json.loads(delivery.to_json())}),
+            MessageGroupId=delivery.group,
+            MessageDeduplicationId=delivery.webhook_id,
+        )
+
+    def dead_letter(self, delivery: Any, reason: str) -> None:
+        # The delivery names its config; the config's credentials never travel in a message.
+        self._sqs.send_message(
+            QueueUrl=self._dlq,
+            MessageBody=json.dumps({"delivery": json.loads(delivery.to_json()), "reason": reason}),
+            MessageGroupId=delivery.group,
+            MessageDeduplicationId=delivery.webhook_id,
+        )
+
+    def retry_later(self, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(
             QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
         )

@@ -170,6 +170,22 @@ def patch_moto_dynamodb() -> None:
                 return original_call(self)
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+        # moto's FIFO receive releases a visible-again message only as its loop reaches it, while the other
+        # visible-again messages of its group still count as in flight: it skips them and delivers a later
+        # one first (out of order). Release every visible-again message before receiving.
+        from moto.sqs.models import SQSBackend
+
+        original_receive = SQSBackend.receive_message
+
+        def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+            queue = self.get_queue(queue_name)
+            for message in list(queue.pending_messages):
+                if message.visible:
+                    queue.pending_messages.remove(message)
+            return original_receive(self, queue_name, *args, **kwargs)
+
+        SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
         _dynamodb_patched = True
 
 

@@ -70,6 +70,9 @@ class LocalRuntime:
             "NYLORUN_STATE_MACHINE_ARN": self.stack.state_machine_arn,
             "NYLORUN_EVENT_BUS": self.stack.event_bus_name,
             "NYLORUN_CONTEXT_QUEUE_URL": self.stack.context_queue_url,
+            "NYLORUN_PUSH_QUEUE_URL": self.stack.push_queue_url,
+            "NYLORUN_PUSH_DLQ_URL": self.stack.push_dlq_url,
+            "NYLORUN_PUSH_ALLOW_LOOPBACK": "true",
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
@@ -95,6 +98,7 @@ class LocalRuntime:
         self._pollers = [
             StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start(),
             QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
+            QueuePoller(self.aws, self.stack.push_queue_url, self.stack.function_names["PushFunction"]).start(),
         ]
         return self.runtime
 

@@ -19,7 +19,7 @@ from nylorun.local import template
 from nylorun.local.aws import ACCOUNT, REGION, LocalAws, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
-FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction")
+FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction", "PushFunction", "SweepFunction")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class LocalStack:
     state_machine_arn: str
     event_bus_name: str
     context_queue_url: str
+    push_queue_url: str
+    push_dlq_url: str
     function_names: dict[str, str]
 
 
@@ -78,6 +80,21 @@ def create_fifo_queue(client: Any, logical_id: str, dlq_logical_id: str, prefix:
     )
 
 
+def route_events(aws: LocalAws, rule_id: str, bus: str, queue_url: str) -> None:
+    """The template's rule: its event pattern, to the queue, with its FIFO message group."""
+    props = template.properties(rule_id)
+    sqs = aws.client("sqs")
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events = aws.client("events")
+    events.put_rule(Name=rule_id, EventBusName=bus, EventPattern=json.dumps(props["EventPattern"]))
+    target = props["Targets"][0]
+    events.put_targets(
+        Rule=rule_id,
+        EventBusName=bus,
+        Targets=[{"Id": target["Id"], "Arn": queue_arn, "SqsParameters": target["SqsParameters"]}],
+    )
+
+
 def _zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -121,6 +138,9 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     template.properties("RuntimeBus")  # declared there; the local name follows the stack's pattern
     aws.client("events").create_event_bus(Name=event_bus_name)
     context_queue_url = create_fifo_queue(aws.client("sqs"), "ContextQueue", "ContextDLQ", prefix)
+    push_queue_url = create_fifo_queue(aws.client("sqs"), "PushQueue", "PushDLQ", prefix)
+    push_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-PushDLQ.fifo")["QueueUrl"]
+    route_events(aws, "PushRule", event_bus_name, push_queue_url)
 
     lambdas = aws.client("lambda")
     names: dict[str, str] = {}
@@ -152,6 +172,8 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         state_machine_arn=machine["stateMachineArn"],
         event_bus_name=event_bus_name,
         context_queue_url=context_queue_url,
+        push_queue_url=push_queue_url,
+        push_dlq_url=push_dlq_url,
         function_names=names,
     )
 

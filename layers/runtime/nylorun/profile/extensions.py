@@ -132,6 +132,15 @@ def render_task(task: Task, activated: Iterable[str]) -> Task:
     )
 
 
+def visible_message(message: Message, activated: Iterable[str]) -> Message:
+    """A message as a caller that activated `activated` may see it."""
+    return _strip_message(message, set(PROFILE_EXTENSIONS) - set(activated))
+
+
+def visible_artifact(artifact: Artifact, activated: Iterable[str]) -> Artifact:
+    return _strip_artifact(artifact, set(PROFILE_EXTENSIONS) - set(activated))
+
+
 def _strip(
     metadata: dict[str, Any] | None, extensions: list[str] | None, hidden: set[str]
 ) -> dict[str, Any]:

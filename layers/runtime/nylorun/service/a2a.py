@@ -171,7 +171,7 @@ class A2AService:
             return self._respond(caller, record, request)
         push = request.configuration.task_push_notification_config if request.configuration else None
         if push is not None:
-            self._save_push_config(record.task_id, push)
+            self._save_push_config(record.task_id, push, caller.extensions)
         self._scheduler.submitted(record, took_context)
         logger.info("turn submitted", extra={"task_id": record.task_id, "queued": not took_context})
         return self._respond(caller, record, request)
@@ -341,7 +341,7 @@ class A2AService:
         self._owned(caller.owner, request.task_id)
         config = TaskPushNotificationConfig.model_validate(request.model_dump())
         self._check_push_config(config)
-        saved = self._save_push_config(request.task_id, config)
+        saved = self._save_push_config(request.task_id, config, caller.extensions)
         return _redacted(saved).wire()
 
     def get_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
@@ -384,9 +384,13 @@ class A2AService:
         except PushUrlRejected as exc:
             raise InvalidParamsError(str(exc), field_violations=[("url", str(exc))]) from None
 
-    def _save_push_config(self, task_id: str, config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    def _save_push_config(
+        self, task_id: str, config: TaskPushNotificationConfig, extensions: tuple[str, ...]
+    ) -> TaskPushNotificationConfig:
         saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "task_id": task_id, "tenant": None})
-        self._store.put_push_config(task_id, StoredPushConfig(config=saved, created_at=now_timestamp()))
+        self._store.put_push_config(
+            task_id, StoredPushConfig(config=saved, created_at=now_timestamp(), extensions=extensions)
+        )
         return saved
 
     # ================================================================== shared

@@ -1,0 +1,101 @@
+"""POST a webhook to a URL, safely: resolve the host, refuse non-public addresses unless allowed, and connect
+to the very address that was checked (no second DNS lookup, so no rebinding window). TLS still verifies the
+certificate against the host name. Redirects are never followed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import urllib3
+
+Resolver = Callable[[str, int], list[str]]
+
+
+class AddressRefused(Exception):
+    """The URL's host resolves only to addresses deliveries may not reach (SSRF protection)."""
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    status: int
+    headers: dict[str, str]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    return [str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+
+
+def address_allowed(address: str, *, allow_loopback: bool) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if ip.is_loopback:
+        return allow_loopback
+    # Private, link-local (169.254.169.254), multicast, reserved, unspecified... only public addresses.
+    return bool(ip.is_global) and not ip.is_multicast
+
+
+class WebhookSender:
+    def __init__(
+        self,
+        *,
+        timeout_seconds: float,
+        allow_loopback: bool = False,
+        private_hosts: frozenset[str] = frozenset(),
+        resolver: Resolver = system_resolver,
+    ) -> None:
+        self._timeout = urllib3.Timeout(connect=min(5.0, timeout_seconds), read=timeout_seconds)
+        self._allow_loopback = allow_loopback
+        self._private_hosts = private_hosts
+        self._resolve = resolver
+
+    def checked_address(self, host: str, port: int) -> str:
+        """The first resolved address a delivery may connect to, or AddressRefused."""
+        try:
+            addresses = self._resolve(host, port)
+        except OSError as exc:
+            raise ConnectionError(f"cannot resolve {host}") from exc
+        if host in self._private_hosts:
+            return addresses[0]  # explicitly allowed to live on a private network
+        for address in addresses:
+            if address_allowed(address, allow_loopback=self._allow_loopback):
+                return address
+        raise AddressRefused(f"{host} resolves only to non-public addresses")
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        secure = parts.scheme == "https"
+        port = parts.port or (443 if secure else 80)
+        address = self.checked_address(host, port)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        default_port = (secure and port == 443) or (not secure and port == 80)
+        host_header = (f"[{host}]" if ":" in host else host) + ("" if default_port else f":{port}")
+        pool: Any
+        if secure:
+            pool = urllib3.HTTPSConnectionPool(
+                address, port, timeout=self._timeout, retries=False, server_hostname=host, assert_hostname=host
+            )
+        else:
+            pool = urllib3.HTTPConnectionPool(address, port, timeout=self._timeout, retries=False)
+        try:
+            response = pool.urlopen(
+                "POST",
+                path,
+                body=body,
+                headers={**headers, "Host": host_header},
+                redirect=False,  # a redirect could point anywhere, private addresses included
+                retries=False,
+                preload_content=False,
+            )
+            response.read(64 * 1024)  # the answer's body is not used; read a little so the connection closes
+            response.release_conn()
+            return HttpResult(status=response.status, headers={k.lower(): v for k, v in response.headers.items()})
+        finally:
+            pool.close()

@@ -1,0 +1,228 @@
+"""Push notifications (Profile v2: "delivered at least once, signed with Standard Webhooks, to hosts the
+Runtime allows. Retries last up to 24 hours").
+
+Two steps, one queue (SQS FIFO):
+* fan-out: a Runtime event (status change, artifact) becomes one delivery per push config of its task;
+* deliver: one POST of one A2A StreamResponse to one config. Each delivery has its own message group
+  (task + config), so a dead endpoint holds up only its own later deliveries (kept in order), never
+  another endpoint's. Retries back off with jitter (honouring Retry-After) until `push_max_age_seconds`
+  after the first attempt; then the delivery is dead-lettered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from enum import Enum
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+from standardwebhooks.webhooks import Webhook
+
+from nylorun.adapters.webhooks import AddressRefused, HttpResult
+from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
+from nylorun.observability import logger, metrics
+from nylorun.ports import TaskStore
+from nylorun.profile.extensions import visible_artifact, visible_message
+from nylorun.protocol.models import Artifact, Message, TaskState
+from nylorun.settings import Settings
+
+
+@dataclass(frozen=True)
+class Delivery:
+    event_id: str
+    task_id: str
+    config_id: str
+    kind: str  # "statusUpdate" | "artifactUpdate": the StreamResponse member (reference §9)
+    payload: dict[str, Any]
+    first_attempt_at: float
+
+    @property
+    def webhook_id(self) -> str:
+        # Standard Webhooks: the same id on every retry of one delivery, so receivers can drop duplicates.
+        return "msg_" + hashlib.sha256(f"{self.event_id}\n{self.config_id}".encode()).hexdigest()[:32]
+
+    @property
+    def group(self) -> str:
+        return hashlib.sha256(f"{self.task_id}\n{self.config_id}".encode()).hexdigest()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, body: str) -> Delivery:
+        return cls(**json.loads(body))
+
+
+class Outcome(Enum):
+    DELIVERED = "delivered"
+    RETRY = "retry"
+    GAVE_UP = "gave_up"
+    DISABLED = "disabled"
+    DROPPED = "dropped"  # the config is gone: nothing to do
+
+
+@dataclass(frozen=True)
+class Result:
+    outcome: Outcome
+    delay_seconds: int = 0
+    reason: str = ""
+
+
+class Sender(Protocol):
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult: ...
+
+
+class DeliveryQueue(Protocol):
+    def send_delivery(self, delivery: Delivery) -> None: ...
+
+    def dead_letter(self, delivery: Delivery, reason: str) -> None: ...
+
+
+def sign(secrets: list[str], msg_id: str, timestamp: datetime, body: str) -> str:
+    """`webhook-signature`: one `v1,…` per secret, space-separated, so receivers holding either the old or
+    the new secret verify during a rotation."""
+    return " ".join(Webhook(secret).sign(msg_id, timestamp, body) for secret in secrets)
+
+
+def retry_after_seconds(value: str | None, now: float) -> int:
+    if not value:
+        return 0
+    if value.strip().isdigit():
+        return int(value.strip())
+    try:
+        return max(0, int(parsedate_to_datetime(value).timestamp() - now))
+    except (TypeError, ValueError):
+        return 0
+
+
+class PushService:
+    def __init__(
+        self,
+        store: TaskStore,
+        sender: Sender,
+        queue: DeliveryQueue,
+        settings: Settings,
+        secrets: list[str],
+        clock: Any = time.time,
+    ) -> None:
+        self._store = store
+        self._sender = sender
+        self._queue = queue
+        self._settings = settings
+        self._secrets = secrets
+        self._now = clock
+
+    # ------------------------------------------------------------------ fan-out
+    def fan_out(self, event: dict[str, Any]) -> int:
+        detail_type, detail = event.get("detail-type"), event.get("detail") or {}
+        if detail_type == STATUS_CHANGED:
+            if detail.get("state") == TaskState.SUBMITTED.value:
+                return 0  # the creator already has the task from its SendMessage answer
+            kind, payload = "statusUpdate", detail["statusUpdate"]
+        elif detail_type == ARTIFACT_UPDATED:
+            kind, payload = "artifactUpdate", detail["artifactUpdate"]
+        else:
+            return 0
+        task_id = str(detail["taskId"])
+        configs = self._store.list_push_configs(task_id)
+        now = self._now()
+        for stored in configs:
+            self._queue.send_delivery(
+                Delivery(
+                    event_id=str(detail["eventId"]),
+                    task_id=task_id,
+                    config_id=str(stored.config.id),
+                    kind=kind,
+                    payload=payload,
+                    first_attempt_at=now,
+                )
+            )
+        if detail_type == STATUS_CHANGED and TaskState(detail["state"]).terminal:
+            # A config lives as long as its task: once the task has ended, it expires after the retention.
+            self._store.expire_push_configs(task_id, int(now) + self._settings.push_config_retention_seconds)
+        return len(configs)
+
+    # ------------------------------------------------------------------ deliver
+    def deliver(self, delivery: Delivery, attempt: int) -> Result:
+        stored = self._store.get_push_config(delivery.task_id, delivery.config_id)
+        if stored is None:
+            return Result(Outcome.DROPPED, reason="config deleted")
+        config = stored.config
+        body = json.dumps({delivery.kind: self._render(delivery, stored.extensions)}, separators=(",", ":"))
+        now = self._now()
+        headers = {
+            "Content-Type": "application/json",
+            "webhook-id": delivery.webhook_id,
+            "webhook-timestamp": str(int(now)),
+            "webhook-signature": sign(
+                self._secrets, delivery.webhook_id, datetime.fromtimestamp(now, tz=timezone.utc), body
+            ),
+            "User-Agent": "nylorun-push/1",
+        }
+        if config.authentication is not None:
+            # A2A §9: Authorization from the config's authentication (MUST).
+            credentials = f" {config.authentication.credentials}" if config.authentication.credentials else ""
+            headers["Authorization"] = f"{config.authentication.scheme}{credentials}"
+        if config.token:
+            headers["X-A2A-Notification-Token"] = config.token  # the a2a-sdk's header for the token
+        log = {"task_id": delivery.task_id, "config_id": delivery.config_id, "webhook_id": delivery.webhook_id}
+        try:
+            response = self._sender.post(config.url, body.encode(), headers)
+        except AddressRefused as exc:
+            return self._give_up(delivery, f"refused: {exc}", log)
+        except Exception as exc:  # network errors and timeouts: retried
+            logger.info("push attempt failed", extra={**log, "error": type(exc).__name__, "attempt": attempt})
+            return self._retry(delivery, attempt, 0, log, type(exc).__name__)
+        status = response.status
+        if 200 <= status < 300:
+            metrics.add_metric(name="PushDelivered", unit="Count", value=1)
+            return Result(Outcome.DELIVERED)
+        if status == 410:
+            # The receiver is gone for good: this config is disabled (removed), no more deliveries to it.
+            self._store.delete_push_config(delivery.task_id, delivery.config_id)
+            metrics.add_metric(name="PushConfigDisabled", unit="Count", value=1)
+            logger.info("push receiver gone (410): config disabled", extra=log)
+            return Result(Outcome.DISABLED, reason="410 Gone")
+        if status == 429 or status >= 500:
+            wait = retry_after_seconds(response.headers.get("retry-after"), now)
+            return self._retry(delivery, attempt, wait, log, f"HTTP {status}")
+        # Decision: other answers (3xx — redirects are not followed — and 4xx) are the receiver refusing
+        # this delivery; the same signed request would be refused again, so it is dead-lettered at once.
+        return self._give_up(delivery, f"HTTP {status}", log)
+
+    def _render(self, delivery: Delivery, extensions: tuple[str, ...]) -> dict[str, Any]:
+        """The event as the config's creator may see it: only the extensions it activated."""
+        payload = dict(delivery.payload)
+        try:
+            if delivery.kind == "statusUpdate" and payload.get("status", {}).get("message"):
+                message = Message.model_validate(payload["status"]["message"])
+                payload["status"] = {**payload["status"], "message": visible_message(message, extensions).wire()}
+            if delivery.kind == "artifactUpdate":
+                payload["artifact"] = visible_artifact(
+                    Artifact.model_validate(payload["artifact"]), extensions
+                ).wire()
+        except ValidationError:
+            logger.warning("event payload did not validate; sent as stored", extra={"task_id": delivery.task_id})
+        return payload
+
+    def _retry(self, delivery: Delivery, attempt: int, at_least: int, log: dict[str, Any], reason: str) -> Result:
+        if self._now() - delivery.first_attempt_at >= self._settings.push_max_age_seconds:
+            return self._give_up(delivery, f"still failing after the retry window ({reason})", log)
+        backoff = min(
+            self._settings.push_retry_max_seconds, self._settings.push_retry_base_seconds * 2 ** max(0, attempt - 1)
+        )
+        delay = max(at_least, int(backoff * random.uniform(0.5, 1.0)), 1)  # jitter spreads retries out
+        metrics.add_metric(name="PushRetried", unit="Count", value=1)
+        return Result(Outcome.RETRY, delay_seconds=min(delay, 43_200), reason=reason)
+
+    def _give_up(self, delivery: Delivery, reason: str, log: dict[str, Any]) -> Result:
+        self._queue.dead_letter(delivery, reason)
+        metrics.add_metric(name="PushGaveUp", unit="Count", value=1)
+        logger.warning("push delivery dead-lettered", extra={**log, "reason": reason})
+        return Result(Outcome.GAVE_UP, reason=reason)
