@@ -9,10 +9,12 @@ import threading
 import time
 from typing import Any
 
+import httpx
 import pytest
 from a2a.utils.errors import A2AError
 from a2a_caller import (
     EFFECTS,
+    FILES,
     INTERACTIONS,
     PROFILE,
     PROGRESS,
@@ -247,7 +249,9 @@ def test_support_question_connection_approval_walkthrough(local_runtime: LocalRu
             # Then completed, one refund, a receipt artifact, the finished plan
             assert state(task) == "TASK_STATE_COMPLETED"
             assert len(REFUNDS) == refunds_before + 1
-            assert "Refund R-" in task["artifacts"][0]["parts"][0]["text"]
+            receipt = task["artifacts"][0]
+            assert receipt["metadata"][FILES]["kind"] == "receipt" and receipt["metadata"][FILES]["version"] == 1
+            assert "Refund R-" in httpx.get(receipt["parts"][0]["url"]).text
             steps = status_ext(task, PROGRESS)["steps"]
             assert [s["state"] for s in steps] == ["done"] * 5
 

@@ -206,6 +206,10 @@ class TaskStore(Protocol):
 
     def delete_push_config(self, task_id: str, config_id: str) -> None: ...
 
+    def file_version(self, scope: str, path: str, write_key: str) -> int:
+        """The next version number of an output path (idempotent per write key)."""
+        ...
+
     def expire_push_configs(self, task_id: str, expires_at: int) -> None:
         """The task ended: its configs expire (TTL) at `expires_at` (epoch seconds)."""
         ...

@@ -42,6 +42,14 @@ class Settings(BaseModel):
     # Hosts a push config URL may name ("*" = any public host). http:// only to `push_http_hosts`.
     push_allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
     push_http_hosts: list[str] = Field(default_factory=list)
+    # files/v1: the bucket, size limits in and out, and how long a presigned download URL lives.
+    files_bucket: str = ""
+    max_file_bytes_in: int = Field(default=10 * 1024 * 1024, ge=1)
+    max_file_bytes_out: int = Field(default=100 * 1024 * 1024, ge=1)
+    file_url_expiry_seconds: int = Field(default=3600, ge=1, le=7 * 24 * 3600)
+    # Which hosts a caller's `url` file part may name (fetched with the same SSRF checks as push).
+    fetch_allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
+    fetch_http_hosts: list[str] = Field(default_factory=list)
     # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
@@ -52,7 +60,10 @@ class Settings(BaseModel):
     provider_url: str = "https://docs.nylorun.com"
     runtime_version: str = "0.1.0"
 
-    @field_validator("push_allowed_hosts", "push_http_hosts", "push_private_hosts", mode="before")
+    @field_validator(
+        "push_allowed_hosts", "push_http_hosts", "push_private_hosts", "fetch_allowed_hosts", "fetch_http_hosts",
+        mode="before",
+    )
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
@@ -95,6 +106,12 @@ class Settings(BaseModel):
             "push_config_retention_seconds": "NYLORUN_PUSH_CONFIG_RETENTION_SECONDS",
             "push_allow_loopback": "NYLORUN_PUSH_ALLOW_LOOPBACK",
             "push_private_hosts": "NYLORUN_PUSH_PRIVATE_HOSTS",
+            "files_bucket": "NYLORUN_FILES_BUCKET",
+            "max_file_bytes_in": "NYLORUN_MAX_FILE_BYTES_IN",
+            "max_file_bytes_out": "NYLORUN_MAX_FILE_BYTES_OUT",
+            "file_url_expiry_seconds": "NYLORUN_FILE_URL_EXPIRY_SECONDS",
+            "fetch_allowed_hosts": "NYLORUN_FETCH_ALLOWED_HOSTS",
+            "fetch_http_hosts": "NYLORUN_FETCH_HTTP_HOSTS",
             "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
             "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",

@@ -14,12 +14,14 @@ from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore
 from nylorun.adapters.eventbridge import EventBridgeBus
+from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.engine.agent import AgentRegistry, load_registry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
+from nylorun.service.files import FileService
 from nylorun.service.push import PushService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -34,7 +36,9 @@ class Runtime:
     registry: AgentRegistry
 
     def client(self, name: str) -> Any:
-        return boto3.client(name, config=_BOTO)  # type: ignore[call-overload]
+        # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.
+        config = _BOTO.merge(Config(signature_version="s3v4")) if name == "s3" else _BOTO
+        return boto3.client(name, config=config)  # type: ignore[call-overload]
 
     @cached_property
     def store(self) -> DynamoTaskStore:
@@ -61,12 +65,27 @@ class Runtime:
         return TurnScheduler(self.store, self.orchestrator, self.queue)
 
     @cached_property
+    def http(self) -> WebhookSender:
+        """Outbound HTTP to callers' URLs (push and url files), with the SSRF checks."""
+        return WebhookSender(
+            timeout_seconds=self.settings.push_timeout_seconds,
+            allow_loopback=self.settings.push_allow_loopback,
+            private_hosts=frozenset(self.settings.push_private_hosts),
+        )
+
+    @cached_property
+    def files(self) -> FileService | None:
+        if not self.settings.files_bucket:
+            return None
+        return FileService(S3FileStore(self.client("s3"), self.settings.files_bucket), self.settings, self.http)
+
+    @cached_property
     def service(self) -> A2AService:
-        return A2AService(self.store, self.orchestrator, self.registry, self.settings, self.scheduler)
+        return A2AService(self.store, self.orchestrator, self.registry, self.settings, self.scheduler, files=self.files)
 
     @cached_property
     def runner(self) -> TurnRunner:
-        return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended)
+        return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files)
 
     @cached_property
     def push_queue(self) -> SqsPushQueue:
@@ -84,12 +103,9 @@ class Runtime:
 
     @cached_property
     def push(self) -> PushService:
-        sender = WebhookSender(
-            timeout_seconds=self.settings.push_timeout_seconds,
-            allow_loopback=self.settings.push_allow_loopback,
-            private_hosts=frozenset(self.settings.push_private_hosts),
+        return PushService(
+            self.store, self.http, self.push_queue, self.settings, self.push_secrets(), files=self.files
         )
-        return PushService(self.store, sender, self.push_queue, self.settings, self.push_secrets())
 
     def app(self) -> Any:
         from nylorun.api.app import create_app

@@ -735,6 +735,46 @@ class DynamoTaskStore:
         )
         return [str(i["token"]) for i in items]
 
+    # ------------------------------------------------------------------ file versions
+    def file_version(self, scope: str, path: str, write_key: str) -> int:
+        """The version number a write at `path` gets: 1, 2, ... per path and context. Idempotent per
+        `write_key` (a retried write keeps its number). Writes to one context run one turn at a time."""
+        pk = f"FILE#{scope}"
+        for _ in range(8):
+            done = self._get(_item({"PK": pk, "SK": f"W#{write_key}"}))
+            if done:
+                return int(done["version"])
+            head = self._get(_item({"PK": pk, "SK": f"PATH#{path}"}))
+            current = int(head["version"]) if head else 0
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Update": {
+                                "TableName": self._table,
+                                "Key": _item({"PK": pk, "SK": f"PATH#{path}"}),
+                                "UpdateExpression": "SET version = :next",
+                                "ConditionExpression": "attribute_not_exists(PK)" if not head else "version = :v",
+                                "ExpressionAttributeValues": _item(
+                                    {":next": current + 1, **({":v": current} if head else {})}
+                                ),
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": _item({"PK": pk, "SK": f"W#{write_key}", "version": current + 1}),
+                                "ConditionExpression": "attribute_not_exists(PK)",
+                            }
+                        },
+                    ]
+                )
+                return current + 1
+            except ClientError as exc:
+                if not _is(exc, "TransactionCanceledException"):
+                    raise
+        raise StateConflict(f"file version for {path} kept changing")
+
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
         self._db.put_item(

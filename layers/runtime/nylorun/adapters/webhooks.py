@@ -1,4 +1,4 @@
-"""POST a webhook to a URL, safely: resolve the host, refuse non-public addresses unless allowed, and connect
+"""HTTP to callers' URLs (push deliveries, and fetching callers' `url` files), safely: resolve the host, refuse non-public addresses unless allowed, and connect
 to the very address that was checked (no second DNS lookup, so no rebinding window). TLS still verifies the
 certificate against the host name. Redirects are never followed.
 """
@@ -97,5 +97,38 @@ class WebhookSender:
             response.read(64 * 1024)  # the answer's body is not used; read a little so the connection closes
             response.release_conn()
             return HttpResult(status=response.status, headers={k.lower(): v for k, v in response.headers.items()})
+        finally:
+            pool.close()
+
+    def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
+        """GET a caller's file with the same address checks; refuses bodies over `max_bytes`."""
+        from nylorun.service.files import FileTooLarge
+
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        secure = parts.scheme == "https"
+        port = parts.port or (443 if secure else 80)
+        address = self.checked_address(host, port)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        pool: Any = (
+            urllib3.HTTPSConnectionPool(
+                address, port, timeout=self._timeout, retries=False, server_hostname=host, assert_hostname=host
+            )
+            if secure
+            else urllib3.HTTPConnectionPool(address, port, timeout=self._timeout, retries=False)
+        )
+        try:
+            response = pool.urlopen(
+                "GET", path, headers={"Host": parts.netloc}, redirect=False, retries=False, preload_content=False
+            )
+            if response.status != 200:
+                raise ConnectionError(f"HTTP {response.status}")
+            declared = response.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > max_bytes:
+                raise FileTooLarge(declared)
+            data = response.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise FileTooLarge(str(len(data)))
+            return data, response.headers.get("content-type")
         finally:
             pool.close()

@@ -103,6 +103,7 @@ def run(turn: Turn) -> None:
         f"Refund {refund['refundId']}\nOrder {order['orderId']} ({order['item']})\n"
         f"Amount {order['amount']:.2f} {order['currency']}\n"
     )
-    turn.artifact(receipt, name="receipt")
+    # files/v1: a versioned file in the agent's outputs, downloadable by a presigned URL.
+    turn.write_file(f"receipts/{order['orderId']}.txt", receipt, kind="receipt", media_type="text/plain")
     turn.mark(4, "done")
     turn.reply(f"Refunded {order['amount']:.2f} {order['currency']} for order {order['orderId']} ({refund['refundId']}).")

@@ -31,6 +31,7 @@ from nylorun.ports import (
     TurnOrchestrator,
 )
 from nylorun.profile.extensions import TELEMETRY, Telemetry, with_extension
+from nylorun.service.files import FileFetchFailed, FileService
 from nylorun.protocol.models import INTERRUPTED_STATES, Message, Part, Role, TaskState, TaskStatus
 
 
@@ -90,7 +91,9 @@ class TurnRunner:
         registry: AgentRegistry,
         orchestrator: TurnOrchestrator,
         on_ended: Callable[[Owner, str], object] = lambda owner, context_id: None,
+        files: FileService | None = None,
     ) -> None:
+        self._files = files
         self._store = store
         self._registry = registry
         self._orchestrator = orchestrator
@@ -140,7 +143,7 @@ class TurnRunner:
             metrics.add_metric(name="TurnStarted", unit=MetricUnit.Count, value=1)
 
         journal = self._store.journal(task_id)
-        turn = Turn(self._store, record, journal)
+        turn = Turn(self._store, record, journal, self._files)
         trace_id = current_trace_id(task_id)
         try:
             try:
@@ -165,6 +168,9 @@ class TurnRunner:
             logger.info("turn stopped: the task changed under it (canceled)")
             self._on_ended(record.owner, record.context_id)
             return _ended()
+        except FileFetchFailed as failed:
+            # A caller's url file could not be fetched: the turn fails and says which file.
+            return self._end_failed(task_id, f"Could not fetch the file {failed.name}: {failed.reason}", ACTIVE)
         except NonDeterministicAgent:
             logger.exception("agent is not deterministic on replay")
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)

@@ -16,6 +16,7 @@ journal, so a rerun never shows an older plan than the one already shown.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,6 +26,8 @@ from nylorun.observability import logger
 from nylorun.ports import JournalEntry, TaskRecord, TaskStore, TurnCanceled
 from nylorun.profile.extensions import (
     EFFECTS,
+    FILES,
+    FileVersion,
     INTERACTIONS,
     MAX_PLAN_STEPS,
     PROGRESS,
@@ -36,6 +39,8 @@ from nylorun.profile.extensions import (
     with_extension,
 )
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
+from nylorun.service.files import FileHandle, FileService, clean_path
+from nylorun.service.files import scope as file_scope
 
 
 EffectFunction = Callable[[str], Any]
@@ -75,8 +80,16 @@ def _opaque(task_id: str, seq: int, prefix: str) -> str:
 class Turn:
     """What an agent's turn function works with. See the README's "Writing an Agent"."""
 
-    def __init__(self, store: TaskStore, record: TaskRecord, journal: dict[int, JournalEntry]) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        record: TaskRecord,
+        journal: dict[int, JournalEntry],
+        files: FileService | None = None,
+    ) -> None:
         self._store = store
+        self._files = files
+        self._inbound: list[FileHandle] | None = None
         self._record = record
         self._journal = journal
         self._last_journaled = max(journal, default=0)
@@ -243,6 +256,7 @@ class Turn:
         name: str | None = None,
         artifact_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        extensions: list[str] | None = None,
     ) -> str:
         """Add (or, with the same `artifact_id`, replace) an artifact. Returns its id."""
         artifact_id = artifact_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/{name or len(parts)}"))
@@ -252,9 +266,64 @@ class Turn:
                 name=name,
                 parts=[Part(text=p) if isinstance(p, str) else p for p in parts],
                 metadata=metadata,
+                extensions=extensions,
             )
             self._store.put_artifact(self.task_id, artifact)
         return artifact_id
+
+    # ------------------------------------------------------------------ files (files/v1)
+    @property
+    def files(self) -> list[FileHandle]:
+        """The caller's files in this turn's message (`raw` and `url` parts). A `url` file is fetched once
+        (journaled); if it cannot be fetched, the turn fails with a status saying which file."""
+        if self._inbound is None:
+            files = self._require_files()
+            owner, context_id, message_id = self._record.owner, self.context_id, self.message.message_id
+
+            def fetch(index: int, part: Part) -> Any:
+                return self.effect(
+                    f"files.fetch.{index}", lambda key: files.fetch(owner, context_id, message_id, index, part),
+                    idempotent=True,
+                )
+
+            self._inbound = files.handles(self.message, fetch)
+        return list(self._inbound)
+
+    def write_file(
+        self, path: str, data: bytes | str, *, kind: str = "file", media_type: str = "application/octet-stream"
+    ) -> FileVersion:
+        """Write a file at `path` in the agent's outputs (per context). Writing a path again makes a new
+        version; the task's artifact for that path then shows the newest (files/v1: kind, version, size,
+        sha256, path) with a fresh download URL on every read."""
+        files = self._require_files()
+        path = clean_path(path)
+        body = data.encode() if isinstance(data, str) else bytes(data)
+        owner, context_id = self._record.owner, self.context_id
+        store = self._store
+
+        def write(key: str) -> dict[str, Any]:
+            version = store.file_version(file_scope(owner, context_id), path, key)
+            return {**files.write_output(owner, context_id, path, body, media_type, version), "version": version}
+
+        written = self.effect(f"files.write.{path}", write, idempotent=True)
+        version = int(written["version"])
+        part = files.output_part(written, path, kind, media_type, version)
+        info = FileVersion(kind=kind, version=version, size=int(written["size"]), sha256=str(written["sha256"]), path=path)
+        metadata, extensions = with_extension(None, None, FILES, info)
+        # One artifact per path: a new version replaces the previous one's content (same artifact id).
+        self.artifact(
+            part,
+            name=posixpath.basename(path),
+            artifact_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/file/{path}")),
+            metadata=metadata,
+            extensions=extensions,
+        )
+        return info
+
+    def _require_files(self) -> FileService:
+        if self._files is None:
+            raise RuntimeError("this Runtime has no file store (NYLORUN_FILES_BUCKET)")
+        return self._files
 
     def reply(self, *parts: Part | str) -> None:
         """The agent's answer: the turn completes with this message once the turn function returns."""

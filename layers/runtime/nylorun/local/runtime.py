@@ -73,6 +73,8 @@ class LocalRuntime:
             "NYLORUN_PUSH_QUEUE_URL": self.stack.push_queue_url,
             "NYLORUN_PUSH_DLQ_URL": self.stack.push_dlq_url,
             "NYLORUN_PUSH_ALLOW_LOOPBACK": "true",
+            "NYLORUN_FILES_BUCKET": self.stack.files_bucket,
+            "NYLORUN_FETCH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),

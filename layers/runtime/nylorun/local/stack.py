@@ -32,6 +32,7 @@ class LocalStack:
     context_queue_url: str
     push_queue_url: str
     push_dlq_url: str
+    files_bucket: str
     function_names: dict[str, str]
 
 
@@ -141,6 +142,11 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     push_queue_url = create_fifo_queue(aws.client("sqs"), "PushQueue", "PushDLQ", prefix)
     push_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-PushDLQ.fifo")["QueueUrl"]
     route_events(aws, "PushRule", event_bus_name, push_queue_url)
+    files_bucket = f"{prefix}-files".lower()
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket=files_bucket)
+    versioning = template.properties("FilesBucket")["VersioningConfiguration"]
+    s3.put_bucket_versioning(Bucket=files_bucket, VersioningConfiguration=versioning)
 
     lambdas = aws.client("lambda")
     names: dict[str, str] = {}
@@ -174,6 +180,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         context_queue_url=context_queue_url,
         push_queue_url=push_queue_url,
         push_dlq_url=push_dlq_url,
+        files_bucket=files_bucket,
         function_names=names,
     )
 

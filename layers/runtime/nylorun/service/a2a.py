@@ -59,6 +59,7 @@ from nylorun.protocol.models import (
     TaskStatus,
     now_timestamp,
 )
+from nylorun.service.files import FileService
 from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -91,7 +92,9 @@ class A2AService:
         settings: Settings,
         scheduler: TurnScheduler,
         sleep: Callable[[float], None] = time.sleep,
+        files: FileService | None = None,
     ) -> None:
+        self._files = files
         self._store = store
         self._orchestrator = orchestrator
         self._scheduler = scheduler
@@ -139,7 +142,8 @@ class A2AService:
                     f"Task {record.task_id} is in terminal state: {record.state.value}"
                 )
             if record.state.interrupted:
-                record = self._answer(record, message.model_copy(update={"context_id": record.context_id}))
+                reply = self._inbound_files(caller, record.context_id, message)
+                record = self._answer(record, reply.model_copy(update={"context_id": record.context_id}))
                 return self._respond(caller, record, request)
             # A message to a task that is not waiting for input is a new turn in its context (queued).
             return self._new_turn(caller, request, record.context_id)
@@ -156,6 +160,7 @@ class A2AService:
         """The context's next turn: it starts now, or waits its turn behind a busy context (queued), and
         either way the caller gets the task that will take the message."""
         message = request.message.model_copy(update={"task_id": None, "context_id": context_id})
+        message = self._inbound_files(caller, context_id, message)
         # Profile v2: `delivery: "reject"` in the message's metadata refuses a busy context instead.
         reject = (message.metadata or {}).get("delivery") == "reject"
         try:
@@ -393,6 +398,18 @@ class A2AService:
         )
         return saved
 
+    def _inbound_files(self, caller: Caller, context_id: str, message: Message) -> Message:
+        """Files in a caller's message: checked (size, media type, url host) and `raw` ones kept in the
+        bucket, so history holds a reference rather than the bytes."""
+        has_files = any(p.raw is not None or p.url is not None for p in message.parts)
+        if not has_files:
+            return message
+        agent = self._registry.get(caller.agent)
+        modes = agent.input_modes if agent else ["text/plain"]
+        if self._files is None:
+            raise UnsupportedOperationError("This Runtime takes no files (it has no file store)")
+        return self._files.accept_inbound(caller.owner, context_id, message, modes)
+
     # ================================================================== shared
     def _owned(self, owner: Owner, task_id: str) -> TaskRecord:
         record = self._store.get(task_id)
@@ -405,11 +422,17 @@ class A2AService:
         history = record.history
         if history_length is not None:
             history = history[-history_length:] if history_length > 0 else []
+        artifacts = record.artifacts
+        if self._files is not None:
+            # Stored files are handed out as fresh presigned URLs on every read (an old one may have expired).
+            files = self._files
+            artifacts = [a.model_copy(update={"parts": files.render_parts(a.parts)}) for a in artifacts]
+            history = [m.model_copy(update={"parts": files.render_parts(m.parts)}) for m in history]
         task = Task(
             id=record.task_id,
             context_id=record.context_id,
             status=record.status,
-            artifacts=record.artifacts or None,
+            artifacts=artifacts or None,
             history=history or None,
             metadata=record.metadata,
         )

@@ -30,6 +30,7 @@ from nylorun.observability import logger, metrics
 from nylorun.ports import TaskStore
 from nylorun.profile.extensions import visible_artifact, visible_message
 from nylorun.protocol.models import Artifact, Message, TaskState
+from nylorun.service.files import FileService
 from nylorun.settings import Settings
 
 
@@ -110,7 +111,9 @@ class PushService:
         settings: Settings,
         secrets: list[str],
         clock: Any = time.time,
+        files: FileService | None = None,
     ) -> None:
+        self._files = files
         self._store = store
         self._sender = sender
         self._queue = queue
@@ -204,9 +207,10 @@ class PushService:
                 message = Message.model_validate(payload["status"]["message"])
                 payload["status"] = {**payload["status"], "message": visible_message(message, extensions).wire()}
             if delivery.kind == "artifactUpdate":
-                payload["artifact"] = visible_artifact(
-                    Artifact.model_validate(payload["artifact"]), extensions
-                ).wire()
+                artifact = visible_artifact(Artifact.model_validate(payload["artifact"]), extensions)
+                if self._files is not None:  # stored files go out as fresh presigned URLs
+                    artifact = artifact.model_copy(update={"parts": self._files.render_parts(artifact.parts)})
+                payload["artifact"] = artifact.wire()
         except ValidationError:
             logger.warning("event payload did not validate; sent as stored", extra={"task_id": delivery.task_id})
         return payload
