@@ -154,7 +154,7 @@ def test_list_pages_return_every_task_once_newest_status_first(store: DynamoTask
     # When they are listed two at a time
     pages, token = [], None
     for _ in range(5):
-        page = store.list(owner, TaskQuery(page_size=2, page_token=token))
+        page = store.list_tasks(owner, TaskQuery(page_size=2, page_token=token))
         pages.append(page)
         token = page.next_page_token
         if not token:
@@ -169,7 +169,7 @@ def test_list_pages_return_every_task_once_newest_status_first(store: DynamoTask
     stamps = [t.status.timestamp or "" for p in pages for t in p.tasks]
     assert stamps == sorted(stamps, reverse=True)
     # And another subject sees none of them
-    assert store.list(Owner(subject=f"store-{uuid.uuid4()}", agent="echo"), TaskQuery()).total_size == 0
+    assert store.list_tasks(Owner(subject=f"store-{uuid.uuid4()}", agent="echo"), TaskQuery()).total_size == 0
 
 
 def test_a_tampered_page_token_is_invalid(store: DynamoTaskStore, owner: Owner) -> None:
@@ -177,7 +177,7 @@ def test_a_tampered_page_token_is_invalid(store: DynamoTaskStore, owner: Owner) 
     contexts = [f"ctx-{uuid.uuid4()}" for _ in range(3)]
     for context_id in contexts:
         opened(store, turn(owner, context_id))
-    token = store.list(owner, TaskQuery(page_size=1)).next_page_token
+    token = store.list_tasks(owner, TaskQuery(page_size=1)).next_page_token
     assert token
     raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
 
@@ -197,11 +197,11 @@ def test_a_tampered_page_token_is_invalid(store: DynamoTaskStore, owner: Owner) 
         # When a tampered token is presented
         # Then it is refused as invalid (never a crash or another query's page)
         with pytest.raises(InvalidPageToken):
-            store.list(owner, TaskQuery(page_size=1, page_token=bad))
+            store.list_tasks(owner, TaskQuery(page_size=1, page_token=bad))
         assert name
     # And a token is bound to its query: the unfiltered list's token is no good for one context
     with pytest.raises(InvalidPageToken):
-        store.list(owner, TaskQuery(page_size=1, page_token=token, context_id=contexts[0]))
+        store.list_tasks(owner, TaskQuery(page_size=1, page_token=token, context_id=contexts[0]))
 
 
 def test_a_page_token_pointing_into_another_subjects_partition_is_invalid(
@@ -210,14 +210,14 @@ def test_a_page_token_pointing_into_another_subjects_partition_is_invalid(
     # Given a real token whose key a caller rewrote to name another subject's partition
     for _ in range(2):
         opened(store, turn(owner))
-    token = store.list(owner, TaskQuery(page_size=1)).next_page_token
+    token = store.list_tasks(owner, TaskQuery(page_size=1)).next_page_token
     raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     raw["k"]["GSI1PK"] = "echo#" + "f" * 32
     bad = base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
     # When it is presented
     # Then it is an invalid token (a clear -32602 upstream), not a DynamoDB error
     with pytest.raises(InvalidPageToken):
-        store.list(owner, TaskQuery(page_size=1, page_token=bad))
+        store.list_tasks(owner, TaskQuery(page_size=1, page_token=bad))
 
 
 def test_a_page_token_is_bound_to_its_status_timestamp_after(store: DynamoTaskStore, owner: Owner) -> None:
@@ -225,15 +225,15 @@ def test_a_page_token_is_bound_to_its_status_timestamp_after(store: DynamoTaskSt
     for _ in range(2):
         opened(store, turn(owner))
     a_minute_ago = datetime.now(UTC) - timedelta(minutes=1)
-    token = store.list(owner, TaskQuery(page_size=1, status_after=a_minute_ago)).next_page_token
+    token = store.list_tasks(owner, TaskQuery(page_size=1, status_after=a_minute_ago)).next_page_token
     assert token
     assert (
-        len(store.list(owner, TaskQuery(page_size=1, status_after=a_minute_ago, page_token=token)).tasks) == 1
+        len(store.list_tasks(owner, TaskQuery(page_size=1, status_after=a_minute_ago, page_token=token)).tasks) == 1
     )
     # When it is presented with a later statusTimestampAfter (its key now lies outside the query)
     # Then it is an invalid token, not a DynamoDB ValidationException
     with pytest.raises(InvalidPageToken):
-        store.list(
+        store.list_tasks(
             owner, TaskQuery(page_size=1, status_after=a_minute_ago + timedelta(minutes=2), page_token=token)
         )
 

@@ -1,4 +1,5 @@
-"""The `nylorun` command. `nylorun serve` starts the local Runtime."""
+"""The `nylorun` command. `nylorun serve` starts the local Runtime; `send`, `tasks`, `get`, `cancel`,
+`approve`, `answer` and `webhooks` call an Agent (nylorun.client.cli, with the `client` extra)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def _serve(args: argparse.Namespace) -> int:
         print("  auth: none (every caller is the subject 'anonymous')")
     print(f"  push secret (verify deliveries with it): {local.options.push_secret}")
     print("Try:")
-    first = local.options.dev_tokens and next(iter(local.options.dev_tokens))
+    first = next(iter(local.options.dev_tokens), "")
     auth_header = f" -H 'Authorization: Bearer {first}'" if args.auth == "dev" else ""
     print(
         f"  curl -s {local.agent_url('echo')} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json'{auth_header} \\\n"
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.set_defaults(run=_serve)
+    try:
+        from nylorun.client.cli import add_commands
+    except ImportError:  # without the `client` extra (a2a-sdk, rich) only `serve` is offered
+        return parser
+    add_commands(commands)
     return parser
 
 

@@ -153,7 +153,7 @@ class TaskStore(Protocol):
 
     def task_for_message(self, owner: Owner, message_id: str) -> str | None: ...
 
-    def list(self, owner: Owner, query: TaskQuery) -> TaskPage:
+    def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
         """Owner's tasks, newest status first. Raises InvalidPageToken."""
         ...
 

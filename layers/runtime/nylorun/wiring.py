@@ -38,7 +38,7 @@ class Runtime:
     def client(self, name: str) -> Any:
         # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.
         config = _BOTO.merge(Config(signature_version="s3v4")) if name == "s3" else _BOTO
-        return boto3.client(name, config=config)  # type: ignore[call-overload]
+        return boto3.client(name, config=config)
 
     @cached_property
     def store(self) -> DynamoTaskStore:

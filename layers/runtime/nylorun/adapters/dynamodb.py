@@ -347,7 +347,7 @@ class DynamoTaskStore:
         return str(item["taskId"]) if item else None
 
     # ------------------------------------------------------------------ ListTasks
-    def list(self, owner: Owner, query: TaskQuery) -> TaskPage:
+    def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
         index, pk_name, sk_name, pk = (
             (BY_CONTEXT, "GSI2PK", "GSI2SK", f"{self._owner_key(owner)}#{query.context_id}")
             if query.context_id is not None

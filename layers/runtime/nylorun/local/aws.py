@@ -233,4 +233,4 @@ class LocalAws:
 
     @staticmethod
     def client(name: str) -> Any:
-        return boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
+        return boto3.client(name, region_name=REGION)

@@ -119,7 +119,7 @@ def load_handler(logical_id: str) -> ModuleType:
 
 def definition(logical_id: str, substitutions: dict[str, str]) -> str:
     props = template.properties(logical_id)
-    text = (template.REPO_ROOT / props["DefinitionUri"]).read_text()
+    text = str((template.REPO_ROOT / props["DefinitionUri"]).read_text())
     for key, value in substitutions.items():
         text = text.replace("${" + key + "}", value)
     return text

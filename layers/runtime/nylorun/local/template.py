@@ -12,7 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 TEMPLATE = REPO_ROOT / "template.yaml"
 
 
-class _CfnLoader(yaml.SafeLoader):
+class _CfnLoader(yaml.SafeLoader):  # type: ignore[misc]
     """YAML with CloudFormation's short tags (!Ref, !Sub, !GetAtt, ...) read as their long forms."""
 
 
@@ -25,7 +25,7 @@ def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        value = loader.construct_mapping(node, deep=True)
     return {name: value}
 
 

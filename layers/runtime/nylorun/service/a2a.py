@@ -294,7 +294,7 @@ class A2AService:
             page_token=request.page_token or None,
         )
         try:
-            page = self._store.list(caller.owner, query)
+            page = self._store.list_tasks(caller.owner, query)
         except InvalidPageToken as exc:
             raise InvalidParamsError(str(exc), field_violations=[("pageToken", str(exc))]) from None
         # Decision: ListTasks sends no history unless historyLength asks for it (cheap lists by default).

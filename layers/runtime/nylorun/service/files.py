@@ -112,6 +112,7 @@ class FileService:
         """Check a caller's file parts and keep its `raw` files in the bucket. Raises -32602 / -32005 before
         anything is written (bad input changes nothing), then stores the files."""
         checked: list[tuple[int, Part, bytes | None]] = []
+        data: bytes | None
         for index, part in enumerate(message.parts):
             if part.raw is None and part.url is None:
                 continue
