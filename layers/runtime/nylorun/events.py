@@ -85,6 +85,9 @@ def _task_events(new: dict[str, Any], old: dict[str, Any] | None) -> list[Runtim
     base = _base(new)
     if old is None or old.get("status") != new.get("status"):
         status = json.loads(new["status"])
+        if len(new["status"]) > MAX_DETAIL_BYTES and status.get("message"):
+            # EventBridge takes at most 256 KB an event: a huge status message is announced without its parts.
+            status["message"] = {**status["message"], "parts": [{"text": "(too large; read it with GetTask)"}]}
         events.append(
             RuntimeEvent(
                 STATUS_CHANGED,

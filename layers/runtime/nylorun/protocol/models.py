@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 JsonObject = dict[str, Any]
@@ -145,21 +145,25 @@ class SendMessageRequest(Wire):
     metadata: JsonObject | None = None
 
 
+# Ids and keys a caller sends are bounded: DynamoDB keys take at most 2048 bytes.
+Id = Annotated[str, Field(min_length=1, max_length=256)]
+
+
 class GetTaskRequest(Wire):
     tenant: str | None = None
-    id: str = Field(min_length=1)
+    id: Id
     history_length: HistoryLength = None
 
 
 class CancelTaskRequest(Wire):
     tenant: str | None = None
-    id: str = Field(min_length=1)
+    id: Id
     metadata: JsonObject | None = None
 
 
 class ListTasksRequest(Wire):
     tenant: str | None = None
-    context_id: str | None = None
+    context_id: str | None = Field(default=None, max_length=256)
     status: TaskState | None = None
     page_size: int | None = Field(default=None, ge=1, le=100)
     page_token: str | None = None
@@ -197,13 +201,13 @@ class TaskIdRequest(Wire):
     """GetTaskPushNotificationConfig / DeleteTaskPushNotificationConfig."""
 
     tenant: str | None = None
-    task_id: str = Field(min_length=1)
-    id: str = Field(min_length=1)
+    task_id: Id
+    id: Id
 
 
 class ListPushConfigsRequest(Wire):
     tenant: str | None = None
-    task_id: str = Field(min_length=1)
+    task_id: Id
     page_size: int | None = Field(default=None, ge=1, le=100)
     page_token: str | None = None
 
@@ -216,7 +220,7 @@ class ListPushConfigsResponse(Wire):
 class CreatePushConfigRequest(TaskPushNotificationConfig):
     """CreateTaskPushNotificationConfig params are the config itself, flat (reference §4)."""
 
-    task_id: str = Field(min_length=1, validation_alias=AliasChoices("taskId", "task_id"))
+    task_id: Id
 
 
 def format_timestamp(moment: datetime) -> str:

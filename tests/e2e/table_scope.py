@@ -1,0 +1,56 @@
+"""The tasks table as the "changes nothing" checks see it.
+
+The whole session shares one local Runtime, and other test files add their own agents whose queued turns
+may still be running in the background while a later test sends its bad input. So a snapshot keeps every
+item of the agents under test, plus every item it cannot attribute to an agent (when in doubt, compare
+it), and leaves out only items that positively belong to another agent. Keys (see adapters/dynamodb.py):
+CTX#<agent>#… and MID#<agent>#… name their agent; TASK#<task>, JRN#<task> and PUSH#<task> belong to the
+agent of that task's TASK item.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+Item = dict[str, Any]
+TableScan = Callable[[], list[Item]]
+AGENTS_UNDER_TEST = ("echo", "tck")
+
+
+def scoped(items: list[Item], agents: Iterable[str] = AGENTS_UNDER_TEST) -> list[Item]:
+    wanted = set(agents)
+    task_agent = {
+        item["taskId"]["S"]: item["agent"]["S"]
+        for item in items
+        if item["SK"]["S"] == "TASK" and "agent" in item and "taskId" in item
+    }
+
+    def agent_of(item: Item) -> str | None:
+        kind, _, rest = str(item["PK"]["S"]).partition("#")
+        if kind in ("CTX", "MID"):
+            return rest.split("#", 1)[0]
+        if kind in ("TASK", "JRN", "PUSH"):
+            return task_agent.get(rest)
+        return None
+
+    return [item for item in items if (agent := agent_of(item)) is None or agent in wanted]
+
+
+def snapshot(table_items: TableScan, agents: Iterable[str] = AGENTS_UNDER_TEST) -> list[Item]:
+    """The scoped table now, without waiting."""
+    return scoped(table_items(), agents)
+
+
+def settled(table_items: TableScan, agents: Iterable[str] = AGENTS_UNDER_TEST) -> list[Item]:
+    """The scoped table once no write of the agents under test is landing (an earlier turn may be ending)."""
+    agents = tuple(agents)
+    previous = snapshot(table_items, agents)
+    for _ in range(60):
+        time.sleep(0.05)
+        current = snapshot(table_items, agents)
+        if current == previous:
+            return current
+        previous = current
+    raise AssertionError("the tasks table never stopped changing")
