@@ -31,7 +31,7 @@ from nylorun.ports import (
     TaskStore,
     TurnOrchestrator,
 )
-from nylorun.profile.extensions import INTERACTIONS, read_answer, render_task, with_extension
+from nylorun.profile.extensions import INTERACTIONS, PROGRESS, Progress, read_answer, render_task, with_extension
 from nylorun.protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -245,7 +245,7 @@ class A2AService:
                 interaction.interaction_id,
                 value,
                 stored,
-                TaskStatus(state=TaskState.WORKING),
+                TaskStatus(state=TaskState.WORKING, message=self._resuming(record)),
                 record.owner,
             )
         except DuplicateMessage:
@@ -260,6 +260,15 @@ class A2AService:
             self._orchestrator.resume(token)
         # else: the turn has not parked its token yet; parking sees the answer and resumes itself.
         return self._store.get(record.task_id) or record
+
+    @staticmethod
+    def _resuming(record: TaskRecord) -> Message:
+        """The status right after an answer: the turn resumes, and the plan stays in view (progress/v1)."""
+        message = agent_text(record, "Answer received; continuing.")
+        if record.plan:
+            metadata, extensions = with_extension(None, None, PROGRESS, Progress(steps=record.plan))
+            message = message.model_copy(update={"metadata": metadata, "extensions": extensions})
+        return message
 
     def _text_does_not_approve(self, record: TaskRecord, message: Message) -> TaskRecord:
         """Profile v2: text never approves. The approval stays open and the status message says why."""

@@ -1,0 +1,199 @@
+"""Typed views of what an A2A 1.0 Agent returns, with the Nylorun Profile v2 data read out of `metadata`.
+
+A view is built from the a2a-sdk's protobuf objects and keeps them in `raw`, so nothing the Agent sent is
+lost. Against a plain A2A agent (the core tier) every profile field is empty and only states, text and
+artifacts are there: an approval is then just the status text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from a2a.types import Artifact, Message, Part, Task, TaskState
+from google.protobuf import json_format
+from google.protobuf.struct_pb2 import Struct
+from pydantic import BaseModel, ValidationError
+
+from nylorun.profile.extensions import (
+    EFFECTS,
+    FILES,
+    INTERACTIONS,
+    PROGRESS,
+    TELEMETRY,
+    FileVersion,
+    Interaction,
+    PlanStep,
+    Progress,
+    Telemetry,
+)
+
+TERMINAL = frozenset(
+    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+)
+INTERRUPTED = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+P = TypeVar("P", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ArtifactView:
+    artifact_id: str
+    name: str
+    text: str  # its text (and data) parts
+    urls: list[str]  # its `url` parts: a file output's download link
+    file: FileVersion | None  # files/v1: kind, version, size, sha256, path
+    raw: Artifact = field(repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "artifactId": self.artifact_id,
+            "name": self.name,
+            "text": self.text,
+            "urls": self.urls,
+            "file": self.file.wire() if self.file else None,
+        }
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """An Agent's direct answer: a Message and no task (A2A §8 "Message or Task")."""
+
+    message_id: str
+    context_id: str
+    text: str
+    raw: Message = field(repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "messageId": self.message_id,
+            "contextId": self.context_id,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class TaskView:
+    id: str
+    context_id: str
+    state: str  # the proto name, e.g. "TASK_STATE_WORKING"
+    text: str  # the status message's text: step text while working, the question, or the reply
+    timestamp: str
+    status_message_id: str
+    interaction: Interaction | None  # interactions/v1: the open approval, question or connection
+    plan: list[PlanStep]  # progress/v1
+    telemetry: Telemetry | None  # telemetry/v1, on the terminal status
+    uncertain: str | None  # effects/v1: the effect whose outcome was lost
+    artifacts: list[ArtifactView]
+    raw: Task = field(repr=False, compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def interrupted(self) -> bool:
+        return self.state in INTERRUPTED
+
+    @property
+    def short_state(self) -> str:
+        """For people: "INPUT_REQUIRED" rather than "TASK_STATE_INPUT_REQUIRED"."""
+        return self.state.removeprefix("TASK_STATE_")
+
+    @property
+    def waiting_key(self) -> str:
+        """Names what the task waits for, so a poller does not ask twice for something already answered
+        (the status may still show it for a moment after the answer). Core tier: the status message."""
+        if self.interaction is not None:
+            return self.interaction.interaction_id
+        return self.status_message_id or f"{self.state}@{self.timestamp}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "task",
+            "taskId": self.id,
+            "contextId": self.context_id,
+            "state": self.state,
+            "text": self.text,
+            "interaction": self.interaction.wire() if self.interaction else None,
+            "plan": [step.wire() for step in self.plan],
+            "telemetry": self.telemetry.wire() if self.telemetry else None,
+            "uncertain": self.uncertain,
+            "artifacts": [artifact.to_json() for artifact in self.artifacts],
+        }
+
+
+def task_view(task: Task) -> TaskView:
+    message = task.status.message if task.status.HasField("message") else None
+    metadata = _struct(message.metadata) if message is not None else {}
+    progress = _payload(Progress, metadata.get(PROGRESS))
+    effects = metadata.get(EFFECTS)
+    uncertain = effects.get("uncertain") if isinstance(effects, dict) else None
+    return TaskView(
+        id=task.id,
+        context_id=task.context_id,
+        state=TaskState.Name(task.status.state),
+        text=parts_text(message.parts) if message is not None else "",
+        timestamp=task.status.timestamp.ToJsonString() if task.status.HasField("timestamp") else "",
+        status_message_id=message.message_id if message is not None else "",
+        interaction=_payload(Interaction, metadata.get(INTERACTIONS)),
+        plan=list(progress.steps) if progress else [],
+        telemetry=_payload(Telemetry, metadata.get(TELEMETRY)),
+        uncertain=str(uncertain) if uncertain else None,
+        artifacts=[artifact_view(artifact) for artifact in task.artifacts],
+        raw=task,
+    )
+
+
+def artifact_view(artifact: Artifact) -> ArtifactView:
+    return ArtifactView(
+        artifact_id=artifact.artifact_id,
+        name=artifact.name,
+        text=parts_text(part for part in artifact.parts if part.WhichOneof("content") != "url"),
+        urls=[part.url for part in artifact.parts if part.WhichOneof("content") == "url"],
+        file=_payload(FileVersion, _struct(artifact.metadata).get(FILES)),
+        raw=artifact,
+    )
+
+
+def message_view(message: Message) -> MessageView:
+    return MessageView(
+        message_id=message.message_id,
+        context_id=message.context_id,
+        text=parts_text(message.parts),
+        raw=message,
+    )
+
+
+def parts_text(parts: Any) -> str:
+    """What a person reads of a message or artifact: text as is, other parts named, not dumped."""
+    return "\n".join(_part_text(part) for part in parts)
+
+
+def _part_text(part: Part) -> str:
+    kind = part.WhichOneof("content")
+    if kind == "text":
+        return part.text
+    if kind == "url":
+        return part.url
+    if kind == "data":
+        return json.dumps(json_format.MessageToDict(part.data))
+    if kind == "raw":
+        return f"[{part.filename or 'file'}: {len(part.raw)} bytes]"
+    return ""
+
+
+def _struct(struct: Struct) -> dict[str, Any]:
+    return json_format.MessageToDict(struct) if struct.fields else {}
+
+
+def _payload(model: type[P], data: Any) -> P | None:
+    """An extension payload, or None when absent or not what the profile says (another agent's data
+    under the same key must not break a client)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
