@@ -192,6 +192,8 @@ class A2AService:
         """Blocking SendMessage: until terminal or interrupted, or `a2aWaitMs` (then WORKING as it is)."""
         deadline = time.monotonic() + self._settings.a2a_wait_ms / 1000
         delay = 0.02
+        if not (record.state.terminal or record.state.interrupted):
+            record = self._store.get(record.task_id) or record  # a fast turn may already be done
         while not (record.state.terminal or record.state.interrupted):
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -1,0 +1,187 @@
+"""`python -m bench` (`make bench`): every figure in one run; prints a table and writes bench/results/latest.json
+(one key per figure, plus the two protocol ratios as `get_task_ratio` and `send_message_ratio`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+from bench import cold_start, mangum_path, protocol, push
+from bench.load import LoadSettings, choose_generator
+from bench.local_stack import Bench, aws_calls, queue_handoff
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+T = TypeVar("T")
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Powertools prints metric batches (EMF) to stdout; in-process figures keep them out of the table."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
+def _timed(title: str, figure: Callable[[], T]) -> T:
+    _log(f"… {title}")
+    started = time.monotonic()
+    with _quiet_stdout():
+        result = figure()
+    _log(f"  done in {time.monotonic() - started:.0f} s")
+    return result
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # so every `with` block stops what it started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--seconds", type=int, default=10, help="measured seconds per load run (default 10)")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="warm-up seconds before each load run (default 2)"
+    )
+    parser.add_argument("--connections", type=int, default=16, help="concurrent connections (default 16)")
+    parser.add_argument("--repeats", type=int, default=5, help="cold-start runs per command (default 5)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+
+    started = time.monotonic()
+    load = LoadSettings(choose_generator(), args.seconds, args.warmup, args.connections)
+    results: dict[str, Any] = {"meta": _meta(load)}
+    with tempfile.TemporaryDirectory(prefix="nylorun-bench-") as logs:
+        results["protocol"] = _timed(
+            f"1. protocol layer ({load.generator}, 6 runs of {load.warmup}+{load.seconds} s)",
+            lambda: protocol.run(load, Path(logs)),
+        )
+    results["get_task_ratio"] = results["protocol"]["get_task_ratio"]
+    results["send_message_ratio"] = results["protocol"]["send_message_ratio"]
+    results["mangum"] = _timed("2. Mangum path (in-process)", mangum_path.run)
+    results["cold_start"] = _timed("3. cold start (fresh processes)", lambda: cold_start.run(args.repeats))
+    results["push_deliveries"] = _timed("5b. push deliveries (in-process)", push.run)
+    bench = Bench()
+    with _quiet_stdout(), bench.running():
+        results["aws_calls"] = _timed("4. AWS calls per operation (local Runtime)", lambda: aws_calls(bench))
+        results["queue_handoff"] = _timed("5a. queue handoff (local Runtime)", lambda: queue_handoff(bench))
+    results["meta"]["wall_seconds"] = round(time.monotonic() - started, 1)
+    results["meta"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.output.with_suffix(".json.tmp")
+    partial.write_text(json.dumps(results, indent=2) + "\n")
+    partial.replace(args.output)
+    print(render(results))
+    _log(f"wrote {args.output}")
+    return 0
+
+
+def _meta(load: LoadSettings) -> dict[str, Any]:
+    return {
+        "command": "make bench",
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_generator": load.generator,
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+# ---------------------------------------------------------------- the table
+def render(results: dict[str, Any]) -> str:
+    meta, proto = results["meta"], results["protocol"]
+    lines = [
+        (
+            f"Nylorun Runtime benchmarks — {meta['date']}, Python {meta['python']}, {meta['cpus']} CPUs, "
+            f"load average before {meta['load_average_before'][0]}, wall time {meta['wall_seconds']:.0f} s"
+        ),
+        "",
+        (
+            "1. Protocol layer: uvicorn (1 worker, uvloop, httptools), in-memory stores, "
+            f"{proto['load']['generator']} with {proto['load']['connections']} connections, "
+            f"{proto['load']['seconds']} s after {proto['load']['warmup_seconds']} s warm-up"
+        ),
+        f"   {'server':<10} {'operation':<12} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}",
+    ]
+    for server, ops in proto["servers"].items():
+        for op, r in ops.items():
+            name = "GetTask" if op == "get_task" else "SendMessage"
+            lines.append(
+                f"   {server:<10} {name:<12} {r['requests_per_second']:>8.0f} {r['p50_ms']:>8.1f} "
+                f"{r['p99_ms']:>8.1f} {r['errors']:>7}"
+            )
+    lines += [
+        (
+            f"   ours / reference: GetTask {results['get_task_ratio']:.2f}, "
+            f"SendMessage {results['send_message_ratio']:.2f};   ours / ceiling: "
+            f"GetTask {proto['ours_of_ceiling']['get_task']:.2f}, SendMessage {proto['ours_of_ceiling']['send_message']:.2f}"
+        ),
+        "",
+        "2. Mangum path: functions/api handler in-process, API Gateway HTTP API v2 events, in-memory store",
+    ]
+    for op, r in (("GetTask", results["mangum"]["get_task"]), ("card", results["mangum"]["card"])):
+        lines.append(
+            f"   {op:<8} {r['invocations_per_second']:>8.0f} invocations/s   p50 {r['p50_ms']:.2f} ms   "
+            f"p99 {r['p99_ms']:.2f} ms"
+        )
+    cold = results["cold_start"]
+    lines += [
+        "",
+        f"3. Cold start: fresh process, median of {cold['repeats']} (python alone: {cold['python_startup_ms']:.0f} ms)",
+        f"   {'function':<10} {'handler ms':>10} {'deps ms':>9} {'ratio':>6}",
+    ]
+    for function in cold_start.functions():
+        c = cold.get(function, {})
+        if "error" in c:
+            lines.append(f"   {function:<10} failed to import: {' '.join(c['error'])}")
+        elif c:
+            lines.append(
+                f"   {function:<10} {c['handler_ms']:>10.0f} {c['deps_ms']:>9.0f} {c['ratio']:>6.2f}"
+            )
+    lines += [
+        "",
+        "4. AWS calls per operation (local Runtime on moto; lambda = our functions' invocations)",
+        f"   {'operation':<24} "
+        + " ".join(f"{s:>13}" for s in ("dynamodb", "stepfunctions", "sqs", "events", "lambda"))
+        + f" {'total':>6} {'SFN transitions':>16}",
+    ]
+    for op, r in results["aws_calls"].items():
+        if not isinstance(r, dict):
+            continue
+        transitions = "" if r["sfn_state_transitions"] is None else str(r["sfn_state_transitions"])
+        lines.append(
+            f"   {op:<24} "
+            + " ".join(f"{n:>13}" for n in r["by_service"].values())
+            + f" {r['total']:>6} {transitions:>16}"
+        )
+    handoff, pushed = results["queue_handoff"], results["push_deliveries"]
+    lines += [
+        "",
+        (
+            f"5. Queue handoff (turn end → next queued turn start, local Runtime): median {handoff['median_ms']:.0f} ms "
+            f"over {len(handoff['gaps_ms'])} gaps {handoff['gaps_ms']}"
+        ),
+        f"   turn function AWS calls and invocations in each gap: {handoff['turn_function_calls_per_gap']}",
+        "   Push deliveries to a local receiver: "
+        + (f"{pushed['deliveries_per_second']:.0f}/s (one instance, in-process)" if pushed else "n/a"),
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,491 @@
+"""In-memory adapters: the task store, a turn orchestrator that runs each turn at once in the caller's thread,
+and a context queue. One process, no AWS: the benchmarks use them to measure the protocol layer alone.
+
+`InMemoryTaskStore` keeps the `TaskStore` contract the DynamoDB store keeps (same task ids, same conflicts,
+same ListTasks order and paging), with one lock instead of conditional writes. Records handed out are copies:
+changing one never changes the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nylorun.adapters.dynamodb import derive_task_id
+from nylorun.engine.runner import TurnRunner
+from nylorun.ports import (
+    ContextBusy,
+    ContextQueue,
+    DuplicateMessage,
+    InvalidPageToken,
+    JournalEntry,
+    NewTurn,
+    Owner,
+    StateConflict,
+    StoredPushConfig,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    TurnCanceled,
+    TurnOrchestrator,
+)
+from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
+
+
+@dataclass
+class _Context:
+    turns: int = 0  # turns created
+    started: int = 0  # turns that took the context (in turn order)
+    active_task: str | None = None
+    last_task: str | None = None
+
+
+@dataclass
+class _Task:
+    record: TaskRecord
+    status_ts: str  # ListTasks orders by this; a reminder that keeps the state does not move it
+    interaction_seq: int | None = None
+    journal: dict[int, JournalEntry] = field(default_factory=dict)
+    wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
+
+    @property
+    def sort_key(self) -> str:
+        return f"{self.status_ts}#{self.record.task_id}"
+
+
+@dataclass
+class _PushConfig:
+    stored: StoredPushConfig
+    expires_at: int | None = None
+
+
+def _copy(record: TaskRecord, *, with_content: bool = True) -> TaskRecord:
+    """A record the caller may change freely (wire models are never changed in place, only copied)."""
+    return dataclasses.replace(
+        record,
+        history=list(record.history) if with_content else [],
+        artifacts=list(record.artifacts) if with_content else [],
+        plan=list(record.plan),
+    )
+
+
+class InMemoryTaskStore:
+    """The `TaskStore` port in one process's memory; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._tasks: dict[str, _Task] = {}
+        self._contexts: dict[tuple[Owner, str], _Context] = {}
+        self._messages: dict[tuple[Owner, str], str] = {}  # (owner, messageId) -> task id
+        self._push: dict[str, dict[str, _PushConfig]] = {}
+        self._file_heads: dict[tuple[str, str], int] = {}  # (scope, path) -> latest version
+        self._file_writes: dict[tuple[str, str], int] = {}  # (scope, write key) -> the version it got
+
+    # ------------------------------------------------------------------ turns
+    def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
+        with self._lock:
+            if (new.owner, new.message.message_id) in self._messages:
+                raise DuplicateMessage(self._messages[(new.owner, new.message.message_id)])
+            ctx = self._contexts.setdefault((new.owner, new.context_id), _Context())
+            busy = ctx.active_task is not None or ctx.started < ctx.turns
+            if busy and not queue:
+                raise ContextBusy(ctx.active_task or ctx.last_task or "")
+            ctx.turns += 1
+            task_id = derive_task_id(new.owner, new.context_id, ctx.turns)
+            ctx.last_task = task_id
+            if not busy:
+                ctx.started, ctx.active_task = ctx.turns, task_id
+            ts = now_timestamp()
+            message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
+            record = TaskRecord(
+                task_id=task_id,
+                context_id=new.context_id,
+                owner=new.owner,
+                turn=ctx.turns,
+                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=ts),
+                history=[message],
+                metadata=new.metadata,
+                version=1,
+            )
+            self._tasks[task_id] = _Task(record=record, status_ts=ts)
+            self._messages[(new.owner, new.message.message_id)] = task_id
+            return _copy(record), not busy
+
+    def claim_next(self, owner: Owner, context_id: str) -> str | None:
+        """The next queued turn (in turn order) takes the free context; queued turns canceled meanwhile are
+        passed over."""
+        with self._lock:
+            ctx = self._contexts.get((owner, context_id))
+            while ctx is not None and ctx.active_task is None and ctx.started < ctx.turns:
+                ctx.started += 1
+                task_id = derive_task_id(owner, context_id, ctx.started)
+                task = self._tasks.get(task_id)
+                if task is not None and task.record.state == TaskState.SUBMITTED:
+                    ctx.active_task = task_id
+                    task.record.version += 1
+                    return task_id
+            return None
+
+    def context_state(self, owner: Owner, context_id: str) -> dict[str, Any]:
+        with self._lock:
+            ctx = self._contexts.get((owner, context_id)) or _Context()
+            return {"turns": ctx.turns, "started": ctx.started, "activeTask": ctx.active_task}
+
+    # ------------------------------------------------------------------ reads
+    def get(self, task_id: str) -> TaskRecord | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return _copy(task.record) if task else None
+
+    def head(self, task_id: str) -> dict[str, Any] | None:
+        """The same plain values the DynamoDB store's task item holds."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return None
+            record = task.record
+            head: dict[str, Any] = {
+                "taskId": record.task_id,
+                "contextId": record.context_id,
+                "agent": record.owner.agent,
+                "subject": record.owner.subject,
+                "turn": record.turn,
+                "state": record.state.value,
+                "status": json.dumps(record.status.wire()),
+                "statusTs": task.status_ts,
+                "version": record.version,
+                "msgSeq": len(record.history),
+            }
+            if record.interaction is not None:
+                head["interaction"] = json.dumps(record.interaction.wire())
+                head["interactionSeq"] = task.interaction_seq
+            return head
+
+    def task_for_message(self, owner: Owner, message_id: str) -> str | None:
+        with self._lock:
+            return self._messages.get((owner, message_id))
+
+    def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
+        """Newest status first (ties: task id, descending), as the DynamoDB indexes order them. The page token
+        names the last task shown and is bound to the query."""
+        after = format_timestamp(query.status_after) if query.status_after is not None else None
+        bound = [query.context_id, query.state.value if query.state else None, after]
+        fingerprint = hashlib.sha256(json.dumps(bound).encode()).hexdigest()[:16]
+        start = _decode_token(query.page_token, fingerprint) if query.page_token else None
+        if start is not None and after is not None and start < after:
+            raise InvalidPageToken("pageToken is not one this Runtime issued for this query")
+        with self._lock:
+            matches = sorted(
+                (
+                    t
+                    for t in self._tasks.values()
+                    if t.record.owner == owner
+                    and (query.context_id is None or t.record.context_id == query.context_id)
+                    and (query.state is None or t.record.state == query.state)
+                    and (after is None or t.status_ts >= after)
+                ),
+                key=lambda t: t.sort_key,
+                reverse=True,
+            )
+            rest = [t for t in matches if start is None or t.sort_key < start]
+            page = rest[: query.page_size]
+            token = _encode_token(page[-1].sort_key, fingerprint) if len(rest) > query.page_size else ""
+            # Like the index: tasks without their history and artifacts (GetTask reads those).
+            return TaskPage(
+                tasks=[_copy(t.record, with_content=False) for t in page],
+                next_page_token=token,
+                total_size=len(matches),
+            )
+
+    # ------------------------------------------------------------------ writes
+    def set_status(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        expect: Collection[TaskState],
+        history: Sequence[Message] = (),
+        interaction: Interaction | None = None,
+        interaction_seq: int | None = None,
+        plan: Sequence[PlanStep] | None = None,
+    ) -> TaskRecord:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.record.state not in expect:
+                raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            record = task.record
+            ts = status.timestamp or now_timestamp()
+            record.status = status.model_copy(update={"timestamp": ts})
+            task.status_ts = ts
+            record.history = [*record.history, *history]
+            record.interaction = interaction
+            task.interaction_seq = (interaction_seq or 0) if interaction is not None else None
+            if plan is not None:
+                record.plan = list(plan)
+            record.version += 1
+            ctx = self._contexts.get((record.owner, record.context_id))
+            if status.state.terminal and ctx is not None and ctx.active_task == task_id:
+                ctx.active_task = None  # a terminal status frees the context for its next turn
+            return _copy(record)
+
+    def put_artifact(self, task_id: str, artifact: Artifact) -> None:
+        """An artifact keeps the place it was first given; a rewrite (same id) replaces its content."""
+        with self._lock:
+            record = self._task(task_id).record
+            ids = [a.artifact_id for a in record.artifacts]
+            if artifact.artifact_id in ids:
+                record.artifacts = [
+                    artifact if a.artifact_id == artifact.artifact_id else a for a in record.artifacts
+                ]
+            else:
+                record.artifacts = [*record.artifacts, artifact]
+
+    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+        """Append messages, optionally replacing the status (same state): the task keeps its place in lists."""
+        with self._lock:
+            task = self._task(task_id)
+            task.record.history = [*task.record.history, *messages]
+            if status is not None:
+                task.record.status = status
+            task.record.version += 1
+
+    def answer_interaction(
+        self,
+        task_id: str,
+        interaction_id: str,
+        answer: Any,
+        message: Message,
+        status: TaskStatus,
+        owner: Owner,
+    ) -> None:
+        """Exactly one answer wins: the interaction must be the open one, its journal entry unanswered, and
+        the reply's messageId new."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.record.interaction is None:
+                raise StateConflict("no open interaction")
+            if task.record.interaction.interaction_id != interaction_id:
+                raise StateConflict("not the open interaction")
+            if (owner, message.message_id) in self._messages:
+                raise DuplicateMessage(task_id)
+            entry = task.journal.get(task.interaction_seq or 0)
+            if entry is None or entry.answer is not None:
+                raise StateConflict("the interaction was answered or changed meanwhile")
+            ts = status.timestamp or now_timestamp()
+            record = task.record
+            record.status = status.model_copy(update={"timestamp": ts})
+            task.status_ts = ts
+            record.history = [*record.history, message]
+            record.interaction, task.interaction_seq = None, None
+            record.version += 1
+            task.journal[entry.seq] = dataclasses.replace(entry, answer=answer, finished=True)
+            self._messages[(owner, message.message_id)] = task_id
+
+    # ------------------------------------------------------------------ journal
+    def journal(self, task_id: str) -> dict[int, JournalEntry]:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return {seq: dataclasses.replace(e) for seq, e in task.journal.items()} if task else {}
+
+    def journal_start(self, task_id: str, entry: JournalEntry) -> None:
+        with self._lock:
+            task = self._task(task_id)
+            if task.record.state == TaskState.CANCELED:
+                raise TurnCanceled(task_id)  # cancel really stops: no effect starts after CANCELED
+            if entry.seq in task.journal:
+                raise StateConflict(f"journal entry {entry.seq} exists")
+            task.journal[entry.seq] = dataclasses.replace(entry, answer=None)
+
+    def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
+        with self._lock:
+            task = self._task(task_id)
+            if seq not in task.journal:
+                raise StateConflict(f"journal entry {seq} does not exist")
+            task.journal[seq] = dataclasses.replace(task.journal[seq], finished=True, result=result)
+
+    def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
+        with self._lock:
+            self._task(task_id).wait_tokens[interaction_id] = token
+
+    def get_wait_token(self, task_id: str, interaction_id: str) -> str | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return task.wait_tokens.get(interaction_id) if task else None
+
+    def wait_tokens(self, task_id: str) -> list[str]:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return list(task.wait_tokens.values()) if task else []
+
+    # ------------------------------------------------------------------ file versions
+    def file_version(self, scope: str, path: str, write_key: str) -> int:
+        """The version a write at `path` gets: 1, 2, ... per path and scope; a retried write (same key) keeps
+        its number."""
+        with self._lock:
+            if (scope, write_key) not in self._file_writes:
+                version = self._file_heads.get((scope, path), 0) + 1
+                self._file_heads[(scope, path)] = version
+                self._file_writes[(scope, write_key)] = version
+            return self._file_writes[(scope, write_key)]
+
+    # ------------------------------------------------------------------ push configs
+    def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        with self._lock:
+            self._push.setdefault(task_id, {})[str(config.config.id)] = _PushConfig(config)
+
+    def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        with self._lock:
+            found = self._push.get(task_id, {}).get(config_id)
+            return found.stored if found else None
+
+    def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
+        with self._lock:
+            configs = [c.stored for c in self._push.get(task_id, {}).values()]
+        return sorted(configs, key=lambda c: (c.created_at, c.config.id or ""))
+
+    def delete_push_config(self, task_id: str, config_id: str) -> None:
+        with self._lock:
+            self._push.get(task_id, {}).pop(config_id, None)
+
+    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
+        """Marks the task's configs to expire (DynamoDB's TTL deletes them; here `sweep` does)."""
+        with self._lock:
+            for config in self._push.get(task_id, {}).values():
+                config.expires_at = expires_at
+
+    def sweep_push_configs(self) -> int:
+        """Remove configs whose task is gone or whose expiry has passed; returns how many."""
+        now = int(time.time())
+        removed = 0
+        with self._lock:
+            for task_id, configs in self._push.items():
+                for config_id in list(configs):
+                    expires_at = configs[config_id].expires_at
+                    if task_id not in self._tasks or (expires_at is not None and expires_at <= now):
+                        del configs[config_id]
+                        removed += 1
+        return removed
+
+    def _task(self, task_id: str) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise StateConflict(f"task {task_id} is gone")
+        return task
+
+
+def _encode_token(sort_key: str, fingerprint: str) -> str:
+    raw = json.dumps({"k": sort_key, "f": fingerprint}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str, fingerprint: str) -> str:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if raw["f"] != fingerprint or not isinstance(raw["k"], str):
+            raise ValueError("token for another query")
+        return str(raw["k"])
+    except (ValueError, KeyError, TypeError):
+        raise InvalidPageToken("pageToken is not one this Runtime issued for this query") from None
+
+
+class InMemoryContextQueue:
+    """The `ContextQueue` port as a list: in one process the ending turn starts the next one directly, so
+    nothing drains it; it records what was queued (once per task, as SQS FIFO deduplicates)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.queued: list[tuple[str, str]] = []  # (task id, group)
+
+    def enqueue(self, task_id: str, group: str) -> None:
+        with self._lock:
+            if all(queued != task_id for queued, _ in self.queued):
+                self.queued.append((task_id, group))
+
+
+class InMemoryOrchestrator:
+    """The `TurnOrchestrator` port without Step Functions: `start` runs the turn at once in the calling
+    thread, as the turn state machine would (run; when interrupted, park a callback token; `resume` runs it
+    again). Turns started while one runs in the same thread (the next queued turn, a resumed wait) run after
+    it, in order, never nested. `attach` the runner before the first start."""
+
+    def __init__(self) -> None:
+        self._runner: TurnRunner | None = None
+        self._lock = threading.Lock()
+        self._started: set[str] = set()
+        self._waiting: dict[str, str] = {}  # callback token -> task id
+        self._local = threading.local()
+
+    def attach(self, runner: TurnRunner) -> None:
+        self._runner = runner
+
+    def start(self, task_id: str) -> None:
+        with self._lock:
+            if task_id in self._started:
+                return  # execution names are unique: a second start is a no-op
+            self._started.add(task_id)
+        self._drive(task_id)
+
+    def resume(self, token: str) -> None:
+        with self._lock:
+            task_id = self._waiting.pop(token, None)
+        if task_id is not None:  # else the wait was already finished (Step Functions: InvalidToken, ignored)
+            self._drive(task_id)
+
+    def abandon(self, token: str, reason: str) -> None:
+        with self._lock:
+            self._waiting.pop(token, None)
+
+    def stop(self, task_id: str) -> None:
+        """Nothing runs in the background; a canceled task's journal refuses further effects."""
+
+    def _drive(self, task_id: str) -> None:
+        pending: deque[str] | None = getattr(self._local, "pending", None)
+        if pending is not None:
+            pending.append(task_id)
+            return
+        self._local.pending = pending = deque([task_id])
+        try:
+            while pending:
+                self._run(pending.popleft())
+        finally:
+            self._local.pending = None
+
+    def _run(self, task_id: str) -> None:
+        runner = self._runner
+        if runner is None:
+            raise RuntimeError("InMemoryOrchestrator.attach(runner) was not called")
+        try:
+            outcome = runner.handle({"action": "run", "taskId": task_id})
+        except Exception:  # noqa: BLE001 - the state machine's Catch States.ALL → FailTurn
+            # The run failed (the runner handles the agent's own errors; this is the store's).
+            runner.handle({"action": "fail", "taskId": task_id})
+            return
+        if outcome["outcome"] == "interrupted":
+            token = str(uuid.uuid4())
+            with self._lock:
+                self._waiting[token] = task_id
+            runner.handle(
+                {
+                    "action": "park",
+                    "taskId": task_id,
+                    "interactionId": outcome["interactionId"],
+                    "token": token,
+                }
+            )
+
+
+if TYPE_CHECKING:  # `make typecheck` fails here when a port changes and these adapters do not follow
+    _store: TaskStore = InMemoryTaskStore()
+    _orchestrator: TurnOrchestrator = InMemoryOrchestrator()
+    _queue: ContextQueue = InMemoryContextQueue()
