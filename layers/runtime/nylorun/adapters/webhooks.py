@@ -68,7 +68,8 @@ class WebhookSender:
                 return address
         raise AddressRefused(f"{host} resolves only to non-public addresses")
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+    def _connect(self, url: str) -> tuple[Any, str, str]:
+        """A connection pool to the checked address of `url`'s host, its request path, and its Host header."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         secure = parts.scheme == "https"
@@ -84,6 +85,10 @@ class WebhookSender:
             )
         else:
             pool = urllib3.HTTPConnectionPool(address, port, timeout=self._timeout, retries=False)
+        return pool, path, host_header
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+        pool, path, host_header = self._connect(url)
         try:
             response = pool.urlopen(
                 "POST",
@@ -104,22 +109,10 @@ class WebhookSender:
         """GET a caller's file with the same address checks; refuses bodies over `max_bytes`."""
         from nylorun.service.files import FileTooLarge
 
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        secure = parts.scheme == "https"
-        port = parts.port or (443 if secure else 80)
-        address = self.checked_address(host, port)
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        pool: Any = (
-            urllib3.HTTPSConnectionPool(
-                address, port, timeout=self._timeout, retries=False, server_hostname=host, assert_hostname=host
-            )
-            if secure
-            else urllib3.HTTPConnectionPool(address, port, timeout=self._timeout, retries=False)
-        )
+        pool, path, host_header = self._connect(url)
         try:
             response = pool.urlopen(
-                "GET", path, headers={"Host": parts.netloc}, redirect=False, retries=False, preload_content=False
+                "GET", path, headers={"Host": host_header}, redirect=False, retries=False, preload_content=False
             )
             if response.status != 200:
                 raise ConnectionError(f"HTTP {response.status}")
