@@ -1,0 +1,79 @@
+"""What the reliability suite shares: the end-to-end helpers it reuses (imported, not copied), a bounded
+poll, and calls that see a task the way a caller with every profile extension activated sees it.
+
+The end-to-end helpers live in tests/e2e, which pytest puts on `sys.path` only while it collects that
+folder; this module puts it there too, so `pytest tests/reliability` works on its own.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+_E2E = str(Path(__file__).resolve().parents[1] / "e2e")
+if _E2E not in sys.path:
+    sys.path.insert(0, _E2E)
+
+import test_push as e2e_push
+from a2a_caller import EFFECTS, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY, state, status_ext
+from conftest import ALICE, BOB, auth, rpc, user_message
+from table_scope import TableScan, settled, snapshot
+from test_isolation import all_tasks, error_code
+from test_push import Receiver
+from test_turns import Probe, SimulatedCrash, _agent
+
+T = TypeVar("T")
+
+__all__ = [
+    "ALICE",
+    "BOB",
+    "EFFECTS",
+    "INTERACTIONS",
+    "PROFILE",
+    "PROGRESS",
+    "TELEMETRY",
+    "Probe",
+    "Receiver",
+    "SimulatedCrash",
+    "TableScan",
+    "all_tasks",
+    "auth",
+    "e2e_push",
+    "error_code",
+    "get_task",
+    "make_agent",
+    "poll",
+    "profile_headers",
+    "rpc",
+    "settled",
+    "snapshot",
+    "state",
+    "status_ext",
+    "user_message",
+]
+
+make_agent = _agent
+
+
+def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0, every: float = 0.05) -> T:
+    """Read until `done(value)` or the deadline; returns the last value read (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(every)
+        value = read()
+    return value
+
+
+def profile_headers(token: str = ALICE) -> dict[str, str]:
+    """A caller that activated every profile extension (so it sees interactions/v1, effects/v1, …)."""
+    return auth(token, **{"A2A-Extensions": ", ".join(PROFILE)})
+
+
+def get_task(url: str, task_id: str, token: str = ALICE) -> dict[str, Any]:
+    answer = rpc(url, "GetTask", {"id": task_id}, headers=profile_headers(token))
+    assert "result" in answer, answer
+    return dict(answer["result"])

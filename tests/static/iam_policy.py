@@ -1,0 +1,215 @@
+"""Least privilege over a template's IAM: every Allow statement names the stack's own resources, or "*" only for
+actions that AWS grants on "*" alone. Pure Python over a template dict (no pytest, no nylorun), so that
+`tests/static/test_least_privilege.py` runs it on template.yaml and `make validate` (SAM CLI's venv) runs it on
+the template as SAM transforms it (tests/static/sam_iam_check.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from typing import Any
+
+# Actions that take no resource narrower than "*": the IAM service authorization reference lists no resource type
+# for them, so a statement granting them must say "*". Nothing else may.
+STAR_ONLY_ACTIONS = {
+    # Step Functions task tokens: the token, not an ARN, names the task (api and turn functions answer waits).
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    # CloudWatch Logs vended log deliveries (Step Functions logging): the statement the Step Functions guide asks for.
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+    # X-Ray tracing (SAM attaches these through AWSXrayWriteOnlyAccess when Tracing is on).
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "xray:GetSamplingStatisticSummaries",
+    # CloudWatch metrics: no resource type; narrow it with a cloudwatch:namespace condition instead.
+    "cloudwatch:PutMetricData",
+}
+
+# SAM policy templates that SAM scopes to the resource named in their argument (an ARN built from it): allowed
+# when that argument names one of the stack's own resources.
+SCOPED_POLICY_TEMPLATES = {
+    "DynamoDBCrudPolicy": "TableName",
+    "DynamoDBReadPolicy": "TableName",
+    "DynamoDBWritePolicy": "TableName",
+    "SQSSendMessagePolicy": "QueueName",
+    "SQSPollerPolicy": "QueueName",
+    "S3CrudPolicy": "BucketName",
+    "S3ReadPolicy": "BucketName",
+    "S3WritePolicy": "BucketName",
+    "LambdaInvokePolicy": "FunctionName",
+    "EventBridgePutEventsPolicy": "EventBusName",
+    "AWSSecretsManagerGetSecretValuePolicy": "SecretArn",
+    "StepFunctionsExecutionPolicy": "StateMachineName",
+}
+
+# AWS managed policies a template may name. None: each one's grants are outside this file and broader than the
+# stack (CloudWatchLogsFullAccess was one). SAM adds its own (AWSLambdaBasicExecutionRole, AWSXrayWriteOnlyAccess,
+# and the SQS / DynamoDB event source execution roles) to the roles it generates; `make validate` lists those.
+ALLOWED_MANAGED_POLICIES: set[str] = set()
+
+# The managed policies SAM itself attaches to the roles it generates (checked on the transformed template).
+SAM_MANAGED_POLICIES = {
+    "service-role/AWSLambdaBasicExecutionRole",  # logs:CreateLogGroup/CreateLogStream/PutLogEvents
+    "AWSXrayWriteOnlyAccess",  # Tracing: Active / Enabled
+    "service-role/AWSLambdaSQSQueueExecutionRole",  # SQS event sources (dispatch, push)
+    "service-role/AWSLambdaDynamoDBExecutionRole",  # the table's stream (publish)
+}
+
+_SUB_VAR = re.compile(r"\$\{([^}!]+)\}")
+_POLICY_OWNERS = ("AWS::Serverless::Function", "AWS::Serverless::StateMachine")
+_POLICY_DOCUMENTS = {
+    "AWS::IAM::Role": "Policies",
+    "AWS::IAM::Policy": "PolicyDocument",
+    "AWS::IAM::ManagedPolicy": "PolicyDocument",
+    "AWS::SQS::QueuePolicy": "PolicyDocument",
+    "AWS::S3::BucketPolicy": "PolicyDocument",
+    "AWS::SNS::TopicPolicy": "PolicyDocument",
+}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def scope(resource: Any, resources: set[str]) -> str:
+    """"any" for "*", "stack" for an ARN of this stack's resources, else "foreign" (a literal ARN, a parameter,
+    a Sub that names nothing of the stack, a wildcard after the stack's part)."""
+    if resource == "*":
+        return "any"
+    if isinstance(resource, dict) and len(resource) == 1:
+        (fn, arg), = resource.items()
+        if fn == "Ref":
+            return "stack" if arg in resources else "foreign"
+        if fn == "Fn::GetAtt":
+            name = arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0]
+            return "stack" if name in resources else "foreign"
+        if fn == "Fn::Sub":
+            text, local = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+            anchors = [
+                v for v in _SUB_VAR.findall(text)
+                if v.split(".", 1)[0] in resources or v == "AWS::StackName"
+                or (v in local and scope(local[v], resources) == "stack")
+            ]  # fmt: skip
+            if not anchors:
+                return "foreign"
+            # Nothing but a wildcard may follow the last account/region-free part: "…:function:${F}*" is fine,
+            # "…:table/*" (any table) is not, and neither is a "*" region or account.
+            if re.search(r"arn:[^:]*:[^:]*:\*:|arn:[^:]*:[^:]*:[^:]*:\*:", text):
+                return "foreign"
+            return "stack"
+        if fn == "Fn::If":
+            branches = [scope(b, resources) for b in arg[1:] if b != {"Ref": "AWS::NoValue"}]
+            return "stack" if branches and all(b == "stack" for b in branches) else "foreign"
+        if fn == "Fn::Join":
+            return scope({"Fn::Sub": "".join(p if isinstance(p, str) else "${X}" for p in arg[1])}, resources)
+    return "foreign"
+
+
+def statement_problems(statement: dict[str, Any], resources: set[str], where: str) -> list[str]:
+    if statement.get("Effect") != "Allow":
+        return []  # a Deny narrows; it never grants
+    problems = []
+    if "NotAction" in statement or "NotResource" in statement:
+        problems.append(f"{where}: NotAction / NotResource grant more than they name")
+    actions = [str(a) for a in _as_list(statement.get("Action", []))]
+    for resource in _as_list(statement.get("Resource", [])):
+        kind = scope(resource, resources)
+        if kind == "any":
+            wide = [a for a in actions if a not in STAR_ONLY_ACTIONS]
+            if wide:
+                problems.append(f"{where}: Resource \"*\" for {wide}, which AWS grants on narrower resources")
+        elif kind == "foreign":
+            problems.append(f"{where}: Resource {resource!r} is not one of the stack's own resources")
+    return problems
+
+
+def _statements(document: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(document, dict):
+        for statement in _as_list(document.get("Statement", [])):
+            if isinstance(statement, dict):
+                yield statement
+
+
+def policies_problems(policies: Any, resources: set[str], where: str) -> list[str]:
+    """A SAM `Policies` value: managed policy names, policy templates, and inline documents ({Statement: …})."""
+    problems = []
+    for index, policy in enumerate(_as_list(policies or [])):
+        at = f"{where}.Policies[{index}]"
+        if isinstance(policy, str) or (isinstance(policy, dict) and set(policy) <= {"Ref", "Fn::Sub", "Fn::If"}):
+            if policy not in ALLOWED_MANAGED_POLICIES:
+                problems.append(f"{at}: managed policy {policy!r} (its grants are not this stack's to scope)")
+        elif isinstance(policy, dict) and "Statement" in policy:
+            for n, statement in enumerate(_statements(policy)):
+                problems += statement_problems(statement, resources, f"{at}.Statement[{n}]")
+        elif isinstance(policy, dict) and len(policy) == 1:
+            (name, args), = policy.items()
+            if name not in SCOPED_POLICY_TEMPLATES:
+                problems.append(f"{at}: policy template {name} is not one SAM scopes to a named resource")
+                continue
+            arg = (args or {}).get(SCOPED_POLICY_TEMPLATES[name])
+            if scope(arg, resources) != "stack":
+                problems.append(f"{at}: {name} {SCOPED_POLICY_TEMPLATES[name]} {arg!r} is not the stack's own")
+        else:
+            problems.append(f"{at}: unrecognised policy {policy!r}")
+    return problems
+
+
+def template_problems(tpl: dict[str, Any]) -> list[str]:
+    """Every IAM grant the template writes: SAM functions' and state machines' Policies (and Globals'), and the
+    policy documents of IAM resources and resource policies."""
+    resources = set(tpl.get("Resources", {}))
+    problems = policies_problems(
+        tpl.get("Globals", {}).get("Function", {}).get("Policies"), resources, "Globals.Function"
+    )
+    for logical_id, res in tpl.get("Resources", {}).items():
+        kind, props = res.get("Type"), res.get("Properties") or {}
+        if kind in _POLICY_OWNERS:
+            problems += policies_problems(props.get("Policies"), resources, logical_id)
+        elif kind in _POLICY_DOCUMENTS:
+            if kind == "AWS::IAM::Role":
+                for managed in props.get("ManagedPolicyArns", []):
+                    if managed not in ALLOWED_MANAGED_POLICIES:
+                        problems.append(f"{logical_id}: managed policy {managed!r}")
+                documents = [p.get("PolicyDocument") for p in props.get("Policies", [])]
+            else:
+                documents = [props.get("PolicyDocument")]
+            for document in documents:
+                for n, statement in enumerate(_statements(document)):
+                    problems += statement_problems(statement, resources, f"{logical_id}.Statement[{n}]")
+    return problems
+
+
+def transformed_problems(cfn: dict[str, Any]) -> list[str]:
+    """The template as SAM transformed it: each generated role's inline policies (policy templates expanded) must
+    pass the same check, and its managed policies be the ones SAM attaches for logs, tracing and event sources."""
+    resources = set(cfn.get("Resources", {}))
+    problems = []
+    for logical_id, res in cfn["Resources"].items():
+        if res.get("Type") != "AWS::IAM::Role":
+            continue
+        props = res.get("Properties") or {}
+        for managed in props.get("ManagedPolicyArns", []):
+            name = str(managed).split(":policy/", 1)[-1]
+            if name not in SAM_MANAGED_POLICIES:
+                problems.append(f"{logical_id}: managed policy {managed!r} is not one SAM attaches itself")
+        for policy in props.get("Policies", []):
+            for n, statement in enumerate(_statements(policy.get("PolicyDocument"))):
+                problems += statement_problems(statement, resources, f"{logical_id}.{policy.get('PolicyName')}[{n}]")
+    return problems
+
+
+def matches(action: str, pattern: str) -> bool:
+    """IAM action matching: case-insensitive, `*` and `?` wildcards."""
+    return fnmatchcase(action.lower(), pattern.lower())

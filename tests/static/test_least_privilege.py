@@ -1,0 +1,152 @@
+"""Least privilege, offline: every IAM grant template.yaml writes names the stack's own resources, and "*" only for
+actions AWS grants on "*" alone (iam_policy.STAR_ONLY_ACTIONS, each commented). Shown clean on the real template and
+dirty on broken copies. `make validate` runs the same check on the template as SAM transforms it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from iam_policy import STAR_ONLY_ACTIONS, template_problems
+from nylorun.local import template
+
+
+def real_template() -> dict[str, Any]:
+    return copy.deepcopy(template.load_template(template.TEMPLATE))
+
+
+def inline_statements(tpl: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for logical_id, res in tpl["Resources"].items():
+        for policy in (res.get("Properties") or {}).get("Policies", []) or []:
+            if isinstance(policy, dict) and "Statement" in policy:
+                found += [(logical_id, s) for s in policy["Statement"]]
+    return found
+
+
+def test_every_grant_in_the_template_is_scoped_to_the_stack() -> None:
+    # Given the template
+    tpl = real_template()
+    # When every statement, policy template and managed policy of every function and state machine is checked
+    problems = template_problems(tpl)
+    # Then none grants more than the stack's own resources (or "*" where AWS allows nothing narrower)
+    assert problems == []
+    # And the walk did see the statements it vouches for, including the star-only ones
+    statements = inline_statements(tpl)
+    assert {logical_id for logical_id, _ in statements} >= {"ApiFunction", "TurnFunction", "TurnStateMachine"}
+    star = {a for _, s in statements if s.get("Resource") == "*" for a in s["Action"]}
+    assert star and star <= STAR_ONLY_ACTIONS
+
+
+def test_the_state_machine_has_no_managed_policy_and_a_narrow_logging_statement() -> None:
+    # Given the state machine's policies
+    policies = real_template()["Resources"]["TurnStateMachine"]["Properties"]["Policies"]
+    # Then no managed policy (CloudWatchLogsFullAccess was one), and the logging statement is the log-delivery set
+    assert not any(isinstance(p, str) for p in policies)
+    actions = {a for p in policies if "Statement" in p for s in p["Statement"] for a in s["Action"]}
+    assert {a for a in actions if a.startswith("logs:")} == {
+        "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    }  # fmt: skip
+
+
+def _statement(tpl: dict[str, Any], logical_id: str, statement: dict[str, Any]) -> dict[str, Any]:
+    tpl["Resources"][logical_id]["Properties"]["Policies"].append({"Statement": [statement]})
+    return tpl
+
+
+BROKEN: dict[str, tuple[Any, str]] = {
+    "GetItem on *": (
+        lambda t: _statement(t, "ApiFunction", {"Effect": "Allow", "Action": ["dynamodb:GetItem"], "Resource": "*"}),
+        "Resource \"*\" for ['dynamodb:GetItem']",
+    ),
+    "a wide action beside a star-only one": (
+        lambda t: _statement(
+            t, "TurnFunction",
+            {"Effect": "Allow", "Action": ["states:SendTaskSuccess", "states:StartExecution"], "Resource": "*"},
+        ),
+        "for ['states:StartExecution']",
+    ),
+    "a wildcard action on *": (
+        lambda t: _statement(t, "PushFunction", {"Effect": "Allow", "Action": "sqs:*", "Resource": ["*"]}),
+        "for ['sqs:*']",
+    ),
+    "a literal ARN of something else": (
+        lambda t: _statement(
+            t, "DispatchFunction",
+            {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "arn:aws:sqs:us-east-1:123456789012:other"},
+        ),
+        "is not one of the stack's own resources",
+    ),
+    "any table in the account": (
+        lambda t: _statement(
+            t, "SweepFunction",
+            {
+                "Effect": "Allow", "Action": "dynamodb:Scan",
+                "Resource": {"Fn::Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*"},
+            },
+        ),
+        "is not one of the stack's own resources",
+    ),
+    "NotResource": (
+        lambda t: _statement(
+            t, "ApiFunction",
+            {"Effect": "Allow", "Action": "s3:GetObject", "NotResource": {"Fn::GetAtt": ["FilesBucket", "Arn"]}},
+        ),
+        "NotAction / NotResource",
+    ),
+    "CloudWatchLogsFullAccess back on the state machine": (
+        lambda t: t["Resources"]["TurnStateMachine"]["Properties"]["Policies"].append("CloudWatchLogsFullAccess")
+        or t,
+        "managed policy 'CloudWatchLogsFullAccess'",
+    ),
+    "a policy template over any table": (
+        lambda t: t["Resources"]["PublishFunction"]["Properties"]["Policies"].append(
+            {"DynamoDBReadPolicy": {"TableName": "*"}}
+        )
+        or t,
+        "DynamoDBReadPolicy TableName '*' is not the stack's own",
+    ),
+    "an IAM role resource with a star": (
+        lambda t: t["Resources"].update(
+            ExtraRole={
+                "Type": "AWS::IAM::Role",
+                "Properties": {
+                    "AssumeRolePolicyDocument": {},
+                    "Policies": [
+                        {
+                            "PolicyName": "p",
+                            "PolicyDocument": {
+                                "Statement": [{"Effect": "Allow", "Action": "s3:PutObject", "Resource": "*"}]
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+        or t,
+        "ExtraRole.Statement[0]: Resource \"*\" for ['s3:PutObject']",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_the_check_fails_on_a_broken_copy(case: str) -> None:
+    # Given a copy of the template with one grant too many
+    edit, expected = BROKEN[case]
+    tpl = edit(real_template())
+    # When checked
+    problems = template_problems(tpl)
+    # Then that grant is reported, and nothing else
+    assert any(expected in p for p in problems), problems
+    assert len(problems) == 1, problems
+
+
+def test_a_deny_with_star_and_a_star_only_action_are_not_findings() -> None:
+    # Given a copy with a Deny on "*" (it narrows) and SendTaskHeartbeat on "*" (nothing narrower exists)
+    tpl = _statement(real_template(), "TurnFunction", {"Effect": "Deny", "Action": "dynamodb:*", "Resource": "*"})
+    tpl = _statement(tpl, "TurnFunction", {"Effect": "Allow", "Action": "states:SendTaskHeartbeat", "Resource": "*"})
+    # Then it is still clean
+    assert template_problems(tpl) == []
