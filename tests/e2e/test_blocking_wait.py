@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -33,15 +34,21 @@ HTTP_API_LIMIT_S = 30
 MARGIN_S = 2
 
 
+@dataclass
+class Gate:
+    started: threading.Event = field(default_factory=threading.Event)  # the agent is running
+    release: threading.Event = field(default_factory=threading.Event)  # the test lets it finish
+
+
 @pytest.fixture(scope="module")
-def gate(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
-    """A slow Agent: says it started, then blocks until the test opens the gate (at most 60 s)."""
-    opened, started = threading.Event(), threading.Event()
+def gate(local_runtime: LocalRuntime) -> Iterator[Gate]:
+    """A slow Agent: says it started, then blocks until the test releases it (at most 60 s)."""
+    gate = Gate()
 
     def run(turn: Turn) -> None:
         turn.say("thinking")
-        started.set()
-        opened.wait(60)
+        gate.started.set()
+        gate.release.wait(60)
         turn.reply("done at last")
 
     agent = Agent(
@@ -49,9 +56,8 @@ def gate(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
     )
     agent.turn(run)
     local_runtime.add_agent(agent)
-    opened.started = started  # type: ignore[attr-defined]
-    yield opened
-    opened.set()  # never leave a turn blocked behind the module
+    yield gate
+    gate.release.set()  # never leave a turn blocked behind the module
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +79,7 @@ def call(client: TestClient, agent: str, method: str, params: dict[str, Any]) ->
     return dict(answer["result"])
 
 
-def test_a_turn_longer_than_the_wait_answers_working_then_completes(
-    short_wait: TestClient, gate: threading.Event
-) -> None:
+def test_a_turn_longer_than_the_wait_answers_working_then_completes(short_wait: TestClient, gate: Gate) -> None:
     # Given an Agent that will not finish until released
     # When a caller sends a blocking SendMessage to an api whose a2aWaitMs is 1.5 s
     before = time.monotonic()
@@ -83,11 +87,11 @@ def test_a_turn_longer_than_the_wait_answers_working_then_completes(
     waited = time.monotonic() - before
     # Then the answer is the task as it is: still WORKING, while the agent is still blocked
     assert task["status"]["state"] == "TASK_STATE_WORKING", task["status"]
-    assert gate.started.is_set() and not gate.is_set()  # type: ignore[attr-defined]
+    assert gate.started.is_set() and not gate.release.is_set()
     assert waited >= WAIT_MS / 1000  # it did wait (a lower bound only: the state is what is asserted)
 
     # When the agent is released, and the caller polls GetTask
-    gate.set()
+    gate.release.set()
     deadline, state = time.monotonic() + 30, ""
     while time.monotonic() < deadline:
         got = call(short_wait, AGENT, "GetTask", {"id": task["id"]})

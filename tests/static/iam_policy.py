@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from fnmatch import fnmatchcase
 from typing import Any
 
 # Actions that take no resource narrower than "*": the IAM service authorization reference lists no resource type
@@ -209,7 +208,3 @@ def transformed_problems(cfn: dict[str, Any]) -> list[str]:
                 problems += statement_problems(statement, resources, f"{logical_id}.{policy.get('PolicyName')}[{n}]")
     return problems
 
-
-def matches(action: str, pattern: str) -> bool:
-    """IAM action matching: case-insensitive, `*` and `?` wildcards."""
-    return fnmatchcase(action.lower(), pattern.lower())
