@@ -104,7 +104,8 @@ def test_card_has_exactly_one_jsonrpc_1_0_interface_at_this_agents_url(
     # Then: Profile v2: JSON-RPC, A2A 1.0 only, at an absolute URL on the host the caller used
     assert card["supportedInterfaces"] == [
         {
-            "url": f"{local_runtime.base_url}/v1/a2a/agents/{agent}",
+            # An Agent's URL ends with "/", so relative references (`.well-known/agent-card.json`) stay in it.
+            "url": f"{local_runtime.base_url}/v1/a2a/agents/{agent}/",
             "protocolBinding": "JSONRPC",
             "protocolVersion": "1.0",
         }
@@ -122,8 +123,8 @@ def test_the_interface_url_is_built_from_the_request_host(
     plain = get_card(agent_url("echo"), Host="agents.example.test:8443").json()
     proxied = get_card(agent_url("echo"), Host="agents.example.test", **{"X-Forwarded-Proto": "https"}).json()
     # Then
-    assert plain["supportedInterfaces"][0]["url"] == "http://agents.example.test:8443/v1/a2a/agents/echo"
-    assert proxied["supportedInterfaces"][0]["url"] == "https://agents.example.test/v1/a2a/agents/echo"
+    assert plain["supportedInterfaces"][0]["url"] == "http://agents.example.test:8443/v1/a2a/agents/echo/"
+    assert proxied["supportedInterfaces"][0]["url"] == "https://agents.example.test/v1/a2a/agents/echo/"
 
 
 def test_the_interface_url_answers_json_rpc(card: dict[str, Any]) -> None:
@@ -237,3 +238,35 @@ def test_the_response_lists_exactly_the_activated_extensions(
         assert got is not None, response.headers
         assert sorted(got) == sorted(expected)
         assert len(got) == len(set(got))
+
+
+@pytest.mark.parametrize("slash", ["", "/"], ids=["no-slash", "slash"])
+def test_the_agent_answers_json_rpc_with_and_without_a_trailing_slash(
+    agent_url: Callable[[str], str], slash: str
+) -> None:
+    # When: a JSON-RPC client POSTs to the Agent's URL spelled either way (the A2A TCK adds the slash)
+    response = httpx.post(agent_url("echo") + slash, json=LIST_TASKS, headers=auth(), timeout=30)
+    # Then: the answer itself, never a redirect (no client re-sends a POST to a Location)
+    assert response.status_code == 200, response.text
+    assert "result" in response.json()
+
+
+@pytest.mark.parametrize("path", ["/.well-known/agent-card.json", "/"], ids=["card", "json-rpc"])
+def test_no_route_answers_a_redirect(agent_url: Callable[[str], str], path: str) -> None:
+    # When: the card and the list are asked for with the other spelling of their paths
+    for url in (agent_url("echo") + path, agent_url("echo").rsplit("/", 1)[0], agent_url("echo").rsplit("/", 1)[0] + "/"):
+        response = httpx.get(url, follow_redirects=False, timeout=30)
+        # Then
+        assert response.status_code not in (301, 302, 307, 308), (url, response.status_code)
+
+
+def test_a_card_resolved_one_level_up_says_where_the_agents_cards_are(agent_url: Callable[[str], str]) -> None:
+    # Given: the URL a relative resolver (URL rules) makes from an Agent URL written without its slash
+    parent = agent_url("echo").rsplit("/", 1)[0]
+    # When
+    response = httpx.get(parent + "/.well-known/agent-card.json", timeout=30)
+    # Then: not a guess at one Agent's card, but a 404 that names the Agents' URLs (with their slash)
+    assert response.status_code == 404
+    body = response.json()
+    assert parent + "/echo/" in body["agents"]
+    assert "end" in body["error"] and "/" in body["error"]

@@ -2,7 +2,10 @@
 uvicorn locally — the same app).
 
     GET  /v1/a2a/agents/{agent}/.well-known/agent-card.json
-    POST /v1/a2a/agents/{agent}
+    POST /v1/a2a/agents/{agent}/          (the Agent's URL; also without the trailing slash)
+
+No A2A route answers a redirect: a JSON-RPC client does not follow one for a POST, so both spellings of a
+path are served as they are.
 
 This module parses and maps; the service decides. Errors are JSON-RPC objects with HTTP 200 (reference §2);
 only an unknown Agent (404) and missing credentials (401) are HTTP errors.
@@ -23,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
-from nylorun.profile.card import A2A_PATH, build_card
+from nylorun.profile.card import A2A_PATH, agent_url, build_card
 from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
 from nylorun.protocol import jsonrpc
 from nylorun.protocol.errors import (
@@ -91,7 +94,10 @@ def check_version(header: str | None, query: str | None) -> None:
 def create_app(
     service: A2AService, registry: AgentRegistry, settings: Settings, authenticator: Authenticator
 ) -> FastAPI:
-    app = FastAPI(title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None)
+    # redirect_slashes=False: Starlette would answer a 307 to the other spelling, which no POST follows.
+    app = FastAPI(
+        title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False
+    )
     started = formatdate(usegmt=True)
 
     def base_url(request: Request) -> str:
@@ -101,10 +107,26 @@ def create_app(
         host = request.headers.get("host", request.url.netloc)
         return f"{scheme}://{host}"
 
-    @app.get("/v1/a2a/agents")
+    @app.get(A2A_PATH)
+    @app.get(A2A_PATH + "/")
     def list_agents(request: Request) -> dict[str, Any]:
         base = base_url(request)
-        return {"agents": [{"name": n, "url": f"{base}{A2A_PATH}/{n}"} for n in registry.names()]}
+        return {"agents": [{"name": n, "url": agent_url(base, n)} for n in registry.names()]}
+
+    @app.get(A2A_PATH + "/.well-known/agent-card.json")
+    def no_agent_card(request: Request) -> Response:
+        # Where `.well-known/agent-card.json` lands when resolved against an Agent URL without its slash.
+        # It cannot say which Agent was meant, so it says how to ask (a 404, never a redirect or a guess).
+        names = registry.names()
+        example = agent_url(base_url(request), names[0] if names else "NAME")
+        return JSONResponse(
+            {
+                "error": "No Agent is named here. An Agent's URL ends with '/', e.g. "
+                f"{example}, and its card is at {example}.well-known/agent-card.json",
+                "agents": [agent_url(base_url(request), n) for n in names],
+            },
+            status_code=404,
+        )
 
     @app.get(A2A_PATH + "/{agent_name}/.well-known/agent-card.json")
     def agent_card(agent_name: str, request: Request) -> Response:
@@ -119,6 +141,7 @@ def create_app(
         return Response(body, media_type="application/json", headers=headers)
 
     @app.post(A2A_PATH + "/{agent_name}")
+    @app.post(A2A_PATH + "/{agent_name}/")
     async def rpc(agent_name: str, request: Request) -> Response:
         if registry.get(agent_name) is None:
             return _not_found(agent_name)

@@ -13,8 +13,11 @@ from nylorun.settings import Settings
 A2A_PATH = "/v1/a2a/agents"
 
 
-def agent_url(base_url: str, agent: Agent) -> str:
-    return f"{base_url.rstrip('/')}{A2A_PATH}/{agent.name}"
+def agent_url(base_url: str, agent: Agent | str) -> str:
+    """An Agent's URL ends with `/`: clients that resolve `.well-known/agent-card.json` relative to it (URL
+    rules, as @a2a-js/sdk does) stay inside the Agent. The Runtime answers with and without the slash."""
+    name = agent if isinstance(agent, str) else agent.name
+    return f"{base_url.rstrip('/')}{A2A_PATH}/{name}/"
 
 
 def build_card(agent: Agent, base_url: str, settings: Settings) -> dict[str, Any]:
