@@ -451,6 +451,14 @@ def test_list_tasks_filters_by_status(tck_url: str, listed: Listed) -> None:
     assert [state(t) for t in waiting.tasks] == [INPUT_REQUIRED]
 
 
+@pytest.mark.parametrize("status", ["TASK_STATE_UNSPECIFIED", "UNRECOGNIZED"])
+def test_list_tasks_reads_an_unset_status_as_no_filter(tck_url: str, listed: Listed, status: str) -> None:
+    # When: the proto3 zero value, and what @a2a-js/sdk 1.3.0 sends for a status it did not set
+    answer = rpc(tck_url, "ListTasks", {"contextId": listed.context_id, "status": status})
+    # Then: every task of the context, as with no status at all
+    assert [t["id"] for t in answer["result"]["tasks"]] == listed.ids[::-1], answer
+
+
 def test_list_tasks_pages_through_all_with_next_page_token(tck_url: str, listed: Listed) -> None:
     async def body() -> tuple[ListTasksResponse, ListTasksResponse]:
         async with connect(tck_url) as client:

@@ -171,6 +171,15 @@ class ListTasksRequest(Wire):
     status_timestamp_after: datetime | None = None
     include_artifacts: bool = False
 
+    @field_validator("status", mode="before")
+    @classmethod
+    def _no_filter(cls, value: Any) -> Any:
+        # proto3: TASK_STATE_UNSPECIFIED (0) is the field's zero value, i.e. no filter. "UNRECOGNIZED" is what
+        # @a2a-js/sdk 1.3.0 sends for an unset status (its generated enum's default): no filter either.
+        if value in ("TASK_STATE_UNSPECIFIED", "UNRECOGNIZED", 0):
+            return None
+        return value
+
     @field_validator("status_timestamp_after")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
