@@ -707,6 +707,26 @@ def test_repeated_message_id_returns_the_same_task(echo_url: str) -> None:
     asyncio.run(body())
 
 
+def test_the_same_message_id_with_other_content_is_another_message(echo_url: str) -> None:
+    context_id = f"ctx-reuse-{uuid.uuid4()}"
+    message_id = f"reused-{uuid.uuid4()}"
+    # Given: a task made by a message
+    first = rpc(echo_url, "SendMessage", {"message": user_message("first", message_id, contextId=context_id)})
+    # When: the caller reuses its messageId for a message that says something else, and for one that only
+    # adds metadata, then retries the second exactly
+    other = rpc(echo_url, "SendMessage", {"message": user_message("second", message_id, contextId=context_id)})
+    tagged = {"message": user_message("second", message_id, contextId=context_id, metadata={"k": "v"})}
+    third = rpc(echo_url, "SendMessage", tagged)
+    retried = rpc(echo_url, "SendMessage", tagged)
+    # Then: each different message got its own task, in order, with its own text; the exact retry got its task
+    ids = [a["result"]["task"]["id"] for a in (first, other, third)]
+    assert len(set(ids)) == 3
+    assert retried["result"]["task"]["id"] == ids[2]
+    assert other["result"]["task"]["status"]["message"]["parts"][0]["text"] == "second"
+    listed = rpc(echo_url, "ListTasks", {"contextId": context_id})["result"]
+    assert listed["totalSize"] == 3
+
+
 # ---------------------------------------------------------------------------------------------- 9. version
 @pytest.mark.parametrize(
     "headers",

@@ -95,7 +95,7 @@ def test_a_repeated_message_id_is_a_duplicate_of_the_first_task_and_writes_nothi
         store.create_turn(turn(owner, first.context_id, message_id="dup-1"))
     # Then both answers are the first task, and no task was made (each transaction wrote nothing)
     assert elsewhere.value.task_id == same_context.value.task_id == first.task_id
-    assert store.task_for_message(owner, "dup-1") == first.task_id
+    assert store.task_for_message(owner, msg("dup-1").retry_key()) == first.task_id
     assert store.get(derive_task_id(owner, other_context, 1)) is None
     assert opened(store, turn(owner, other_context)).turn == 1  # the context was not left half-open
     assert store.context_state(owner, first.context_id)["turns"] == 1  # no turn 2 was counted
@@ -281,6 +281,7 @@ def test_an_interaction_is_answered_exactly_once(store: DynamoTaskStore, owner: 
             msg(text=value),
             TaskStatus(state=TaskState.WORKING),
             owner,
+            f"answer-{value}",
         )
 
     # When it is answered

@@ -64,8 +64,9 @@ def test_a_repeated_message_id_answers_with_the_first_task() -> None:
         turn(store, "c2", "m1")
 
     assert duplicate.value.task_id == first.task_id
-    assert store.task_for_message(ALICE, "m1") == first.task_id
-    assert store.task_for_message(Owner(subject="bob", agent="echo"), "m1") is None
+    key = Message(message_id="m1", role=Role.USER, parts=[Part(text="m1")]).retry_key()
+    assert store.task_for_message(ALICE, key) == first.task_id
+    assert store.task_for_message(Owner(subject="bob", agent="echo"), key) is None
 
 
 def test_the_next_queued_turn_claims_the_context_in_order_passing_over_canceled_ones() -> None:

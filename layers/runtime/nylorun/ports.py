@@ -81,6 +81,12 @@ class NewTurn:
     context_id: str
     message: Message
     metadata: dict[str, Any] | None = None
+    # `Message.retry_key()` of the message as the caller sent it: a repeat of it is the same turn.
+    retry_key: str = ""
+
+    @property
+    def dedupe_key(self) -> str:
+        return self.retry_key or self.message.retry_key()
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,9 @@ class TaskStore(Protocol):
         """Consistent read of a task with its history and artifacts."""
         ...
 
-    def task_for_message(self, owner: Owner, message_id: str) -> str | None: ...
+    def task_for_message(self, owner: Owner, retry_key: str) -> str | None:
+        """The task a message with this `Message.retry_key()` made (or answered), if any."""
+        ...
 
     def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
         """Owner's tasks, newest status first. Raises InvalidPageToken."""
@@ -175,11 +183,18 @@ class TaskStore(Protocol):
     def put_artifact(self, task_id: str, artifact: Artifact) -> None: ...
 
     def answer_interaction(
-        self, task_id: str, interaction_id: str, answer: Any, message: Message, status: TaskStatus, owner: Owner
+        self,
+        task_id: str,
+        interaction_id: str,
+        answer: Any,
+        message: Message,
+        status: TaskStatus,
+        owner: Owner,
+        retry_key: str,
     ) -> None:
         """Record the caller's answer exactly once, with the reply in history and the new status:
         StateConflict if the interaction is not the open one (unknown, already answered, or raced by another
-        answer); DuplicateMessage if the reply's messageId was seen before."""
+        answer); DuplicateMessage if the reply (its `retry_key`) was seen before."""
         ...
 
     def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None: ...

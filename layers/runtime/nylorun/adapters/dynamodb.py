@@ -100,8 +100,8 @@ class DynamoTaskStore:
     def _ctx_key(self, owner: Owner, context_id: str) -> dict[str, Any]:
         return _item({"PK": f"CTX#{self._owner_key(owner)}#{context_id}", "SK": "CTX"})
 
-    def _mid_key(self, owner: Owner, message_id: str) -> dict[str, Any]:
-        return _item({"PK": f"MID#{self._owner_key(owner)}#{message_id}", "SK": "MID"})
+    def _mid_key(self, owner: Owner, retry_key: str) -> dict[str, Any]:
+        return _item({"PK": f"MID#{self._owner_key(owner)}#{retry_key}", "SK": "MID"})
 
     @staticmethod
     def _task_key(task_id: str) -> dict[str, Any]:
@@ -174,7 +174,7 @@ class DynamoTaskStore:
                             "Put": {
                                 "TableName": self._table,
                                 "Item": {
-                                    **self._mid_key(new.owner, new.message.message_id),
+                                    **self._mid_key(new.owner, new.dedupe_key),
                                     **_item({"taskId": task_id}),
                                 },
                                 "ConditionExpression": "attribute_not_exists(PK)",
@@ -342,8 +342,8 @@ class DynamoTaskStore:
             items.extend(_plain(i) for i in page.get("Items", []))
         return items
 
-    def task_for_message(self, owner: Owner, message_id: str) -> str | None:
-        item = self._get(self._mid_key(owner, message_id))
+    def task_for_message(self, owner: Owner, retry_key: str) -> str | None:
+        item = self._get(self._mid_key(owner, retry_key))
         return str(item["taskId"]) if item else None
 
     # ------------------------------------------------------------------ ListTasks
@@ -583,9 +583,10 @@ class DynamoTaskStore:
         message: Message,
         status: TaskStatus,
         owner: Owner,
+        retry_key: str,
     ) -> None:
         """Exactly one answer wins: the task must still hold this open interaction (same version), the
-        journal entry must have no answer yet, and the reply's messageId must be new."""
+        journal entry must have no answer yet, and the reply (its retry key) must be new."""
         head = self._head(task_id)
         if head is None or not head.get("interaction"):
             raise StateConflict("no open interaction")
@@ -633,7 +634,7 @@ class DynamoTaskStore:
                     {
                         "Put": {
                             "TableName": self._table,
-                            "Item": {**self._mid_key(owner, message.message_id), **_item({"taskId": task_id})},
+                            "Item": {**self._mid_key(owner, retry_key), **_item({"taskId": task_id})},
                             "ConditionExpression": "attribute_not_exists(PK)",
                         }
                     },

@@ -95,8 +95,8 @@ class InMemoryTaskStore:
     # ------------------------------------------------------------------ turns
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
         with self._lock:
-            if (new.owner, new.message.message_id) in self._messages:
-                raise DuplicateMessage(self._messages[(new.owner, new.message.message_id)])
+            if (new.owner, new.dedupe_key) in self._messages:
+                raise DuplicateMessage(self._messages[(new.owner, new.dedupe_key)])
             ctx = self._contexts.setdefault((new.owner, new.context_id), _Context())
             busy = ctx.active_task is not None or ctx.started < ctx.turns
             if busy and not queue:
@@ -119,7 +119,7 @@ class InMemoryTaskStore:
                 version=1,
             )
             self._tasks[task_id] = _Task(record=record, status_ts=ts)
-            self._messages[(new.owner, new.message.message_id)] = task_id
+            self._messages[(new.owner, new.dedupe_key)] = task_id
             return _copy(record), not busy
 
     def claim_next(self, owner: Owner, context_id: str) -> str | None:
@@ -172,9 +172,9 @@ class InMemoryTaskStore:
                 head["interactionSeq"] = task.interaction_seq
             return head
 
-    def task_for_message(self, owner: Owner, message_id: str) -> str | None:
+    def task_for_message(self, owner: Owner, retry_key: str) -> str | None:
         with self._lock:
-            return self._messages.get((owner, message_id))
+            return self._messages.get((owner, retry_key))
 
     def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
         """Newest status first (ties: task id, descending), as the DynamoDB indexes order them. The page token
@@ -268,16 +268,17 @@ class InMemoryTaskStore:
         message: Message,
         status: TaskStatus,
         owner: Owner,
+        retry_key: str,
     ) -> None:
         """Exactly one answer wins: the interaction must be the open one, its journal entry unanswered, and
-        the reply's messageId new."""
+        the reply (its retry key) new."""
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None or task.record.interaction is None:
                 raise StateConflict("no open interaction")
             if task.record.interaction.interaction_id != interaction_id:
                 raise StateConflict("not the open interaction")
-            if (owner, message.message_id) in self._messages:
+            if (owner, retry_key) in self._messages:
                 raise DuplicateMessage(task_id)
             entry = task.journal.get(task.interaction_seq or 0)
             if entry is None or entry.answer is not None:
@@ -290,7 +291,7 @@ class InMemoryTaskStore:
             record.interaction, task.interaction_seq = None, None
             record.version += 1
             task.journal[entry.seq] = dataclasses.replace(entry, answer=answer, finished=True)
-            self._messages[(owner, message.message_id)] = task_id
+            self._messages[(owner, retry_key)] = task_id
 
     # ------------------------------------------------------------------ journal
     def journal(self, task_id: str) -> dict[int, JournalEntry]:

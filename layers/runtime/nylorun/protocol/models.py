@@ -6,6 +6,8 @@ discriminator), zero values omitted when dumping. Unknown fields are ignored, as
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Annotated, Any, Self
@@ -91,6 +93,15 @@ class Message(Wire):
     def text(self) -> str:
         """All text parts joined: what a core-tier reply says."""
         return "\n".join(p.text for p in self.parts if p.text is not None)
+
+    def retry_key(self) -> str:
+        """What makes a message a retry of another: the same messageId *and* the same content (taskId,
+        contextId, role, parts, metadata, extensions, referenceTaskIds). A retry answers with the task the
+        first made; the same messageId with other content is another message (callers, the A2A TCK among
+        them, reuse messageIds)."""
+        content = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"message_id"})
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return f"{self.message_id}#{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
 
 
 class TaskStatus(Wire):

@@ -122,9 +122,10 @@ class A2AService:
             self._check_push_config(push)  # before anything is written: bad input changes nothing
 
         owner = caller.owner
-        answered_by = self._store.task_for_message(owner, message.message_id)
+        retry_key = message.retry_key()
+        answered_by = self._store.task_for_message(owner, retry_key)
         if answered_by is not None:
-            # A repeated messageId is not a second turn: answer with the task the first one made.
+            # A retry (same messageId, same content) is not a second turn: answer with the task it made.
             record = self._owned(owner, answered_by)
             self._scheduler.resubmitted(record)  # the first send may have died before starting or queueing it
             return self._respond(caller, record, request)
@@ -143,10 +144,10 @@ class A2AService:
                 )
             if record.state.interrupted:
                 reply = self._inbound_files(caller, record.context_id, message)
-                record = self._answer(record, reply.model_copy(update={"context_id": record.context_id}))
+                record = self._answer(record, reply.model_copy(update={"context_id": record.context_id}), retry_key)
                 return self._respond(caller, record, request)
             # A message to a task that is not waiting for input is a new turn in its context (queued).
-            return self._new_turn(caller, request, record.context_id)
+            return self._new_turn(caller, request, record.context_id, retry_key)
 
         agent = self._registry.get(caller.agent)
         if agent is not None and agent.direct is not None:
@@ -154,9 +155,11 @@ class A2AService:
             if direct is not None:
                 return {"message": direct.wire()}
 
-        return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()))
+        return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key)
 
-    def _new_turn(self, caller: Caller, request: SendMessageRequest, context_id: str) -> JsonObject:
+    def _new_turn(
+        self, caller: Caller, request: SendMessageRequest, context_id: str, retry_key: str
+    ) -> JsonObject:
         """The context's next turn: it starts now, or waits its turn behind a busy context (queued), and
         either way the caller gets the task that will take the message."""
         message = request.message.model_copy(update={"task_id": None, "context_id": context_id})
@@ -165,7 +168,13 @@ class A2AService:
         reject = (message.metadata or {}).get("delivery") == "reject"
         try:
             record, took_context = self._store.create_turn(
-                NewTurn(owner=caller.owner, context_id=context_id, message=message, metadata=request.metadata),
+                NewTurn(
+                    owner=caller.owner,
+                    context_id=context_id,
+                    message=message,
+                    metadata=request.metadata,
+                    retry_key=retry_key,
+                ),
                 queue=not reject,
             )
         except ContextBusy as busy:
@@ -203,7 +212,7 @@ class A2AService:
             record = self._store.get(record.task_id) or record
         return record
 
-    def _answer(self, record: TaskRecord, message: Message) -> TaskRecord:
+    def _answer(self, record: TaskRecord, message: Message, retry_key: str) -> TaskRecord:
         """A reply to an interrupted task: the caller's answer to the open interaction."""
         interaction = record.interaction
         if interaction is None:
@@ -249,6 +258,7 @@ class A2AService:
                 stored,
                 TaskStatus(state=TaskState.WORKING, message=self._resuming(record)),
                 record.owner,
+                retry_key,
             )
         except DuplicateMessage:
             return self._store.get(record.task_id) or record
