@@ -275,6 +275,31 @@ def test_tck_input_required_then_continuation_completes_the_same_task(
     asyncio.run(body())
 
 
+def test_tck_follow_ups_play_their_own_scenario(tck_url: str) -> None:
+    # Given: a task waiting for input (the TCK's multi-turn history setup)
+    run_id = uuid.uuid4()
+    first = rpc(tck_url, "SendMessage", {"message": user_message("start", f"tck-input-required-{run_id}")})
+    task_id = first["result"]["task"]["id"]
+    states = []
+    # When: two follow-ups whose messageIds say "input-required" (the same id, other text), then one that
+    # says "complete-task"
+    for text_ in ("TCK history message 1", "TCK history message 2"):
+        follow_up = user_message(text_, f"tck-input-required-{run_id}", taskId=task_id)
+        states.append(rpc(tck_url, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"])
+    done = rpc(
+        tck_url,
+        "SendMessage",
+        {"message": user_message("finish", f"tck-complete-task-{run_id}", taskId=task_id)},
+    )["result"]["task"]
+    # Then: the task asks again after each "input-required" follow-up, and completes after the last one,
+    # with every message in its history in the order sent
+    assert states == [INPUT_REQUIRED, INPUT_REQUIRED]
+    assert done["id"] == task_id and done["status"]["state"] == COMPLETED
+    assert done["status"]["message"]["parts"][0]["text"] == "Hello from TCK"
+    sent = [m["parts"][0]["text"] for m in done["history"] if m["role"] == "ROLE_USER"]
+    assert sent == ["start", "TCK history message 1", "TCK history message 2", "finish"]
+
+
 def test_tck_message_response_is_a_message_without_task(tck_url: str) -> None:
     async def body() -> None:
         async with connect(tck_url) as client:

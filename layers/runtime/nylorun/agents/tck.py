@@ -55,12 +55,23 @@ def direct(message: Message) -> Message | None:
 
 @agent.turn
 def run(turn: Turn) -> None:
-    match scenario(turn.message.message_id):
+    # The TCK's contract holds for follow-ups too: a follow-up whose messageId starts with
+    # `tck-input-required` asks again (its history tests send two), any other plays its own scenario.
+    # The task's user messages are the first message, then the answer to each question, in order.
+    messages = iter([m for m in turn.history if m.role == Role.USER])
+    message = next(messages)
+    while scenario(message.message_id) == "tck-input-required":
+        turn.question("Please provide more input.")
+        message = next(messages)  # answered: the answer is the next user message
+    play(turn, message, follow_up=message is not turn.message)
+
+
+def play(turn: Turn, message: Message, *, follow_up: bool) -> None:
+    match scenario(message.message_id):
         case "tck-complete-task":
             turn.reply("Hello from TCK")
-        case "tck-input-required":
-            value = turn.question("Please provide more input.")
-            turn.reply(f"Input received: {value}")
+        case "tck-message-response":  # inside a task a Message cannot stand alone: the task completes with it
+            turn.reply("Direct message response")
         case "tck-artifact-text":
             turn.artifact("Generated text content", name="text")
             turn.reply("Artifact generated")
@@ -79,5 +90,7 @@ def run(turn: Turn) -> None:
             turn.reply("Artifact generated")
         case "tck-reject-task":
             turn.reject("Task rejected")
+        case _ if follow_up:
+            turn.reply(f"Input received: {message.text()}")
         case _:
-            turn.reply(turn.text or "(no text)")
+            turn.reply(message.text() or "(no text)")
