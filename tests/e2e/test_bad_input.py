@@ -32,6 +32,7 @@ REASONS = {
     -32602: "INVALID_PARAMS",
     -32001: "TASK_NOT_FOUND",
     -32004: "UNSUPPORTED_OPERATION",
+    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
     -32009: "VERSION_NOT_SUPPORTED",
 }
 # What must never reach a caller: a stack trace, a source file, an install path.
@@ -152,6 +153,27 @@ def test_malformed_envelope_is_refused_and_writes_nothing(
     # Then
     assert_error(response, code)
     assert snapshot(table_items) == before
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_body_that_is_not_declared_json_is_content_type_not_supported(
+    echo_url: str, table_items: TableScan, content_type: str | None
+) -> None:
+    # Given: a well-formed SendMessage, sent as a web page's form or plain text would send it
+    before = settled(table_items)
+    headers = {**auth(), **({"Content-Type": content_type} if content_type else {})}
+    # When
+    response = httpx.post(echo_url, content=json.dumps(envelope("SendMessage", send_params())), headers=headers)
+    # Then: -32005 (the A2A TCK's JSON-RPC error mapping), and nothing was written
+    assert_error(response, -32005, None)
+    assert snapshot(table_items) == before
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "APPLICATION/JSON"])
+def test_json_content_types_are_accepted(echo_url: str, content_type: str) -> None:
+    body = json.dumps(envelope("ListTasks", {}))
+    response = httpx.post(echo_url, content=body, headers={**auth(), "Content-Type": content_type})
+    assert "result" in response.json(), response.text
 
 
 def test_parse_error_answers_with_a_null_id_and_later_errors_echo_the_id(echo_url: str) -> None:

@@ -31,6 +31,7 @@ from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
 from nylorun.protocol import jsonrpc
 from nylorun.protocol.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
     UnsupportedOperationError,
@@ -157,6 +158,12 @@ def create_app(
         activated = parse_activation(request.headers.getlist(EXTENSIONS_HEADER), declared)
         headers = {EXTENSIONS_HEADER: ", ".join(activated)} if activated else {}
 
+        if not _is_json(request.headers.get("content-type", "")):
+            # A2A JSON-RPC binding: requests are application/json. Refusing other types also keeps a web page
+            # from posting a "simple" (text/plain, no preflight) request to a Runtime on loopback.
+            error = ContentTypeNotSupportedError("Content-Type must be application/json for JSON-RPC requests")
+            return _answer(jsonrpc.failure(None, error), headers)
+
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > settings.max_request_bytes:
             return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
@@ -203,6 +210,11 @@ def _dispatch(
 
 def _answer(payload: dict[str, Any], headers: dict[str, str]) -> Response:
     return Response(json.dumps(payload, separators=(",", ":")), media_type=JSON_RPC_CONTENT, headers=headers)
+
+
+def _is_json(content_type: str) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == JSON_RPC_CONTENT or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
 def _too_large(settings: Settings) -> InvalidRequestError:
