@@ -113,7 +113,9 @@ def test_an_approval_turn_pushes_signed_updates_in_order(approver: str, receiver
     iid = task["status"]["message"]["metadata"][INTERACTIONS]["interactionId"]
     receiver.wait(2)
     # When it is approved
-    answer = user_message("ok", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": iid, "approved": True}})
+    answer = user_message(
+        "ok", taskId=task["id"], extensions=[INTERACTIONS], metadata={INTERACTIONS: {"interactionId": iid, "approved": True}}
+    )
     rpc(approver, "SendMessage", {"message": answer})
     requests = receiver.wait(4)
     # Then WORKING, AUTH_REQUIRED, WORKING, COMPLETED arrive in that order, each signed and authorized

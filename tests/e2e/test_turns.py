@@ -25,6 +25,7 @@ from a2a_caller import (
     status_ext,
 )
 from conftest import ALICE, rpc, user_message
+from table_scope import settled, snapshot
 
 from nylorun.agents.support import REFUNDS
 from nylorun.engine import Agent, Skill, Turn
@@ -182,6 +183,46 @@ def test_a_text_reply_never_approves(local_runtime: LocalRuntime, agents: dict) 
     run(body)
 
 
+@pytest.mark.parametrize("approved", ["y", "yes", "true", 1, None, [True]])
+def test_only_a_json_boolean_approves(
+    local_runtime: LocalRuntime, agents: dict, table_items: Any, approved: Any
+) -> None:
+    # Given an open approval
+    url = local_runtime.agent_url("t-approve")
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {ALICE}", "A2A-Extensions": INTERACTIONS}
+    task = rpc(url, "SendMessage", {"message": user_message("pay")}, headers=headers)["result"]["task"]
+    iid = task["status"]["message"]["metadata"][INTERACTIONS]["interactionId"]
+    before = settled(table_items, ["t-approve"])
+    # When the answer's `approved` is a string, a number, null or a list
+    answer = user_message("ok", taskId=task["id"], extensions=[INTERACTIONS],
+                          metadata={INTERACTIONS: {"interactionId": iid, "approved": approved}})
+    refused = rpc(url, "SendMessage", {"message": answer}, headers=headers)
+    # Then -32602 says so, nothing changed, and the effect never ran
+    assert refused["error"]["code"] == -32602, refused
+    assert "boolean" in refused["error"]["message"] or "approved" in refused["error"]["message"]
+    assert snapshot(table_items, ["t-approve"]) == before
+    assert f"send:{task['id']}" not in agents["probe"].calls
+
+
+def test_an_answer_not_listed_in_extensions_is_refused_with_what_to_add(
+    local_runtime: LocalRuntime, agents: dict, table_items: Any
+) -> None:
+    # Given an open approval
+    url = local_runtime.agent_url("t-approve")
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {ALICE}", "A2A-Extensions": INTERACTIONS}
+    task = rpc(url, "SendMessage", {"message": user_message("pay")}, headers=headers)["result"]["task"]
+    iid = task["status"]["message"]["metadata"][INTERACTIONS]["interactionId"]
+    before = settled(table_items, ["t-approve"])
+    # When a well-formed approval arrives in metadata, but the message does not list interactions/v1
+    answer = user_message("ok", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": iid, "approved": True}})
+    refused = rpc(url, "SendMessage", {"message": answer}, headers=headers)
+    # Then -32602 naming what to add, and nothing changed
+    assert refused["error"]["code"] == -32602, refused
+    assert INTERACTIONS in refused["error"]["message"] and "extensions" in refused["error"]["message"]
+    assert snapshot(table_items, ["t-approve"]) == before
+    assert f"send:{task['id']}" not in agents["probe"].calls
+
+
 def test_unknown_or_answered_interaction_id_is_invalid_params(local_runtime: LocalRuntime, agents: dict) -> None:
     async def body() -> None:
         async with caller(local_runtime, "t-approve") as alice:
@@ -210,7 +251,8 @@ def test_two_racing_answers_exactly_one_wins(local_runtime: LocalRuntime, agents
     results: list[dict[str, Any]] = []
 
     def answer(approved: bool) -> None:
-        message = user_message("x", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": iid, "approved": approved}})
+        message = user_message("x", taskId=task["id"], extensions=[INTERACTIONS],
+                               metadata={INTERACTIONS: {"interactionId": iid, "approved": approved}})
         results.append(rpc(local_runtime.agent_url("t-approve"), "SendMessage",
                            {"message": message, "configuration": {"returnImmediately": True}}))
 

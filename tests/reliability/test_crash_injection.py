@@ -158,7 +158,10 @@ def approve(url: str, task: dict[str, Any]) -> dict[str, Any]:
     interaction = status_ext(task, INTERACTIONS)
     assert interaction is not None and interaction["kind"] == "approval", task["status"]
     answer = user_message(
-        "approve", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": interaction["interactionId"], "approved": True}}
+        "approve",
+        taskId=task["id"],
+        extensions=[INTERACTIONS],
+        metadata={INTERACTIONS: {"interactionId": interaction["interactionId"], "approved": True}},
     )
     send(url, answer)
 

@@ -132,7 +132,8 @@ def wait_token(local_runtime: LocalRuntime, task_id: str, interaction_id: str) -
 
 def approve(url: str, task: dict[str, Any]) -> dict[str, Any]:
     iid = status_ext(task, INTERACTIONS)["interactionId"]
-    return send(url, "ok", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": iid, "approved": True}})
+    answer = {"interactionId": iid, "approved": True}
+    return send(url, "ok", taskId=task["id"], extensions=[INTERACTIONS], metadata={INTERACTIONS: answer})
 
 
 # ---------------------------------------------------------------------------------------------- turn function

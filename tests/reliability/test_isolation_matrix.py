@@ -42,6 +42,7 @@ MATRIX: list[tuple[str, str, Params, int]] = [
             "message": user_message(
                 "approved",
                 taskId=t["id"],
+                extensions=["https://docs.nylorun.com/a2a/interactions/v1"],
                 metadata={"https://docs.nylorun.com/a2a/interactions/v1": {"interactionId": "ia-x", "approved": True}},
             )
         },

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
 from nylorun.protocol.models import Artifact, Message, Task
@@ -54,7 +54,8 @@ class InteractionAnswer(Payload):
     """interactions/v1 on a reply message: `approved` answers an approval or connection, `value` a question."""
 
     interaction_id: str = Field(min_length=1, max_length=128)
-    approved: bool | None = None
+    # Profile v2: only a typed answer approves. Strict: "y", "yes", 1 are not `true`.
+    approved: StrictBool | None = None
     value: Any = None
 
 

@@ -31,7 +31,15 @@ from nylorun.ports import (
     TaskStore,
     TurnOrchestrator,
 )
-from nylorun.profile.extensions import INTERACTIONS, PROGRESS, Progress, read_answer, render_task, with_extension
+from nylorun.profile.extensions import (
+    INTERACTIONS,
+    PROGRESS,
+    InteractionAnswer,
+    Progress,
+    read_answer,
+    render_task,
+    with_extension,
+)
 from nylorun.protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -217,13 +225,7 @@ class A2AService:
         interaction = record.interaction
         if interaction is None:
             raise UnsupportedOperationError(f"Task {record.task_id} has no open interaction")
-        try:
-            answer = read_answer(message)
-        except ValidationError:
-            raise InvalidParamsError(
-                "interactions/v1 answer must be {interactionId, approved} or {interactionId, value}",
-                field_violations=[(f"message.metadata.{INTERACTIONS}", "Not an interactions/v1 answer.")],
-            ) from None
+        answer = _read_answer(message)
         if answer is not None:
             if answer.interaction_id != interaction.interaction_id:
                 raise InvalidParamsError(
@@ -458,6 +460,31 @@ class A2AService:
             metadata=record.metadata,
         )
         return render_task(task, caller.extensions)
+
+
+def _read_answer(message: Message) -> InteractionAnswer | None:
+    """The interactions/v1 answer a reply carries, strictly: Profile v2, a message that carries extension data
+    lists the extension's URI in `extensions`, and `approved` is a JSON boolean (text never approves)."""
+    field = f"message.metadata.{INTERACTIONS}"
+    try:
+        answer = read_answer(message)
+    except ValidationError as exc:
+        if any(err["loc"][:1] == ("approved",) for err in exc.errors()):
+            raise InvalidParamsError(
+                "`approved` in an interactions/v1 answer must be a JSON boolean (true or false)",
+                field_violations=[(f"{field}.approved", "Must be true or false.")],
+            ) from None
+        raise InvalidParamsError(
+            "interactions/v1 answer must be {interactionId, approved} or {interactionId, value}",
+            field_violations=[(field, "Not an interactions/v1 answer.")],
+        ) from None
+    if answer is not None and INTERACTIONS not in (message.extensions or []):
+        raise InvalidParamsError(
+            f"The message carries interactions/v1 data but does not list it: add \"{INTERACTIONS}\" to "
+            "message.extensions",
+            field_violations=[("message.extensions", f"Must list {INTERACTIONS}.")],
+        )
+    return answer
 
 
 def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
