@@ -119,6 +119,10 @@ def test_three_quick_messages_queue_and_run_in_order(local_runtime: LocalRuntime
     assert all(a["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING") for a in answers)
     assert answers[1]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert answers[2]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    # And each queued task's status message says which task it waits for: the one ahead of it
+    for queued, ahead in ((answers[1], ids[0]), (answers[2], ids[1])):
+        words = queued["status"]["message"]["parts"][0]["text"]
+        assert ahead in words and "Queued" in words, queued["status"]
     # When the running turn is let go
     serial["hold"].set()
     final = wait_all(url, ids)

@@ -44,6 +44,7 @@ from nylorun.ports import (
     TurnCanceled,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.profile.status import submitted_status
 from nylorun.protocol.models import (
     Artifact,
     Message,
@@ -132,7 +133,9 @@ class DynamoTaskStore:
                 context_id=new.context_id,
                 owner=new.owner,
                 turn=turn,
-                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=ts),
+                status=submitted_status(
+                    task_id, new.context_id, derive_task_id(new.owner, new.context_id, previous) if busy else None, ts
+                ),
                 history=[message],
                 metadata=new.metadata,
                 version=1,
@@ -848,3 +851,4 @@ class DynamoTaskStore:
             created_at=item["createdAt"],
             extensions=tuple(item.get("extensions") or ()),
         )
+

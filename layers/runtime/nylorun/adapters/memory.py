@@ -40,6 +40,7 @@ from nylorun.ports import (
     TurnOrchestrator,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.profile.status import submitted_status
 from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
 
 
@@ -113,7 +114,9 @@ class InMemoryTaskStore:
                 context_id=new.context_id,
                 owner=new.owner,
                 turn=ctx.turns,
-                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=ts),
+                status=submitted_status(
+                    task_id, new.context_id, derive_task_id(new.owner, new.context_id, ctx.turns - 1) if busy else None, ts
+                ),
                 history=[message],
                 metadata=new.metadata,
                 version=1,
