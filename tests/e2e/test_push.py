@@ -301,3 +301,22 @@ def test_configs_live_as_long_as_their_task(approver: str, receiver: Receiver, l
     assert store.sweep_push_configs() >= 1
     assert store.get_push_config(orphan, "x") is None
     assert store.get_push_config(task["id"], "cfg-life") is not None
+
+
+def test_a_config_on_an_ended_task_is_accepted_sends_nothing_and_expires(
+    approver: str, receiver: Receiver, local_runtime: LocalRuntime
+) -> None:
+    # Given a task that has ended
+    task = rpc(approver, "SendMessage", {"message": user_message("quick")})["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    # When a push config is created on it
+    created = rpc(approver, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "late", "url": receiver.url})
+    # Then it is accepted and readable, and carries an expiry from the start (it will never send anything)
+    assert created["result"]["id"] == "late", created
+    assert rpc(approver, "GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "late"})["result"]["url"] == receiver.url
+    item = local_runtime.aws.client("dynamodb").get_item(
+        TableName=local_runtime.stack.table_name, Key={"PK": {"S": f"PUSH#{task['id']}"}, "SK": {"S": "CFG#late"}}
+    )["Item"]
+    retention = local_runtime.runtime.settings.push_config_retention_seconds
+    assert abs(int(item["expiresAt"]["N"]) - (time.time() + retention)) < 60
+    assert receiver.wait(1, timeout=2) == []

@@ -111,6 +111,8 @@ class StoredPushConfig:
     created_at: str
     # The profile extensions its creator activated: deliveries show the same extension data.
     extensions: tuple[str, ...] = ()
+    # When it expires (epoch seconds; TTL): set once its task has ended.
+    expires_at: int | None = None
 
 
 JournalKind = Literal["effect", "interaction", "usage"]

@@ -790,6 +790,7 @@ class DynamoTaskStore:
                     "body": json.dumps(config.config.wire()),
                     "createdAt": config.created_at,
                     "extensions": list(config.extensions) or None,
+                    "expiresAt": config.expires_at,
                 }
             ),
         )

@@ -346,7 +346,7 @@ class InMemoryTaskStore:
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
         with self._lock:
-            self._push.setdefault(task_id, {})[str(config.config.id)] = _PushConfig(config)
+            self._push.setdefault(task_id, {})[str(config.config.id)] = _PushConfig(config, config.expires_at)
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
         with self._lock:

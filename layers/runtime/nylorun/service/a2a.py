@@ -366,10 +366,13 @@ class A2AService:
     # ================================================================== push notification configs
     def create_push_config(self, caller: Caller, request: CreatePushConfigRequest) -> JsonObject:
         self._require_push()
-        self._owned(caller.owner, request.task_id)
+        record = self._owned(caller.owner, request.task_id)
         config = TaskPushNotificationConfig.model_validate(request.model_dump())
         self._check_push_config(config)
-        saved = self._save_push_config(request.task_id, config, caller.extensions)
+        # Decision: a config on a task that has ended is accepted (A2A allows it; the TCK's push tests do it).
+        # It sends nothing (an ended task changes no more) and expires like the configs of every ended task.
+        expires_at = int(time.time()) + self._settings.push_config_retention_seconds if record.state.terminal else None
+        saved = self._save_push_config(request.task_id, config, caller.extensions, expires_at)
         return _redacted(saved).wire()
 
     def get_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
@@ -413,12 +416,15 @@ class A2AService:
             raise InvalidParamsError(str(exc), field_violations=[("url", str(exc))]) from None
 
     def _save_push_config(
-        self, task_id: str, config: TaskPushNotificationConfig, extensions: tuple[str, ...]
+        self,
+        task_id: str,
+        config: TaskPushNotificationConfig,
+        extensions: tuple[str, ...],
+        expires_at: int | None = None,
     ) -> TaskPushNotificationConfig:
         saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "task_id": task_id, "tenant": None})
-        self._store.put_push_config(
-            task_id, StoredPushConfig(config=saved, created_at=now_timestamp(), extensions=extensions)
-        )
+        stored = StoredPushConfig(config=saved, created_at=now_timestamp(), extensions=extensions, expires_at=expires_at)
+        self._store.put_push_config(task_id, stored)
         return saved
 
     def _inbound_files(self, caller: Caller, context_id: str, message: Message) -> Message:
