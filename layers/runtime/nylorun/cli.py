@@ -13,7 +13,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     tokens = dict(pair.split("=", 1) for pair in args.token) if args.token else {}
     local = LocalRuntime(
-        LocalOptions(host=args.host, port=args.port, auth=args.auth, dev_tokens=tokens, push_secret=args.push_secret)
+        LocalOptions(
+            host=args.host,
+            port=args.port,
+            auth=args.auth,
+            dev_tokens=tokens,
+            push_secret=args.push_secret,
+            push=not args.no_push,
+            a2a_wait_ms=args.wait_ms,
+        )
     )
     runtime = local.prepare()
     print("Nylorun Runtime (local: moto stands in for AWS, nothing leaves this machine)")
@@ -24,7 +32,11 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  bearer token for subject {subject!r}: {token}")
     else:
         print("  auth: none (every caller is the subject 'anonymous')")
-    print(f"  push secret (verify deliveries with it): {local.options.push_secret}")
+    if local.options.push_secret:
+        print(f"  push secret (verify deliveries with it): {local.options.push_secret}")
+    else:
+        print("  push: off (the cards say pushNotifications: false; push methods answer -32003)")
+    print(f"  blocking SendMessage waits up to {runtime.settings.a2a_wait_ms} ms")
     print("Try:")
     first = next(iter(local.options.dev_tokens), "")
     auth_header = f" -H 'Authorization: Bearer {first}'" if args.auth == "dev" else ""
@@ -41,6 +53,13 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wait_ms(value: str) -> int:
+    # The Runtime's own bounds for a2aWaitMs (settings): 0 to 15 minutes.
+    if not value.isdigit() or int(value) > 900_000:
+        raise argparse.ArgumentTypeError("a whole number of milliseconds from 0 to 900000")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nylorun", description="Nylorun Runtime for AWS")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", action="append", metavar="TOKEN=SUBJECT", help="a dev bearer token and its subject (repeatable)"
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
+    serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")
+    serve.add_argument(
+        "--wait-ms",
+        type=_wait_ms,
+        default=None,
+        metavar="N",
+        help="how long a blocking SendMessage waits before answering (a2aWaitMs; default 300000)",
+    )
     serve.set_defaults(run=_serve)
     try:
         from nylorun.client.cli import add_commands

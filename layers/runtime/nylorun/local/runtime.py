@@ -31,6 +31,7 @@ class LocalOptions:
     auth: AuthMode = "dev"
     dev_tokens: dict[str, str] = field(default_factory=dict)
     push_secret: str | None = None
+    push: bool = True  # False: no push secret, so the card says pushNotifications false (Profile v2)
     a2a_wait_ms: int | None = None
     interaction_timeout_seconds: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -43,7 +44,9 @@ class LocalRuntime:
             options.port = free_port()
         if options.auth == "dev" and not options.dev_tokens:
             options.dev_tokens = {f"dev-{secrets.token_urlsafe(18)}": "dev"}
-        if not options.push_secret:
+        if not options.push:
+            options.push_secret = None
+        elif not options.push_secret:
             options.push_secret = os.environ.get("NYLORUN_PUSH_SECRET") or _new_push_secret()
         self.aws = LocalAws()
         self.stack: LocalStack | None = None

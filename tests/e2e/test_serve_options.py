@@ -1,0 +1,87 @@
+"""`nylorun serve` as a user starts it: a subprocess with options, called over real HTTP, stopped with ^C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import A2A, user_message
+from nylorun.local.aws import free_port
+
+pytestmark = pytest.mark.e2e
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "NYLORUN_AGENTS": "slow_agent:agent", "PYTHONPATH": str(HERE)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nylorun.cli", "serve", "--auth", "none", "--port", str(port),
+         "--no-push", "--wait-ms", "1000"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}/v1/a2a/agents"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/slow/.well-known/agent-card.json", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"nylorun serve did not start: {process.communicate()[0][-2000:]}")
+        time.sleep(0.2)
+    yield base
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("nylorun serve did not stop on SIGINT")
+
+
+def call(url: str, method: str, params: dict) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = httpx.post(url, json=body, headers=A2A, timeout=30)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_no_push_turns_push_off_in_the_card_and_the_methods(served: str) -> None:
+    # When: the card is read, and a push config is created, on a Runtime started with --no-push
+    card = httpx.get(f"{served}/echo/.well-known/agent-card.json", timeout=10).json()
+    task = call(f"{served}/echo/", "SendMessage", {"message": user_message("hi")})["result"]["task"]
+    created = call(f"{served}/echo/", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": "https://h.example.com/x"})
+    # Then: the card says so, and every push method answers -32003
+    assert card["capabilities"]["pushNotifications"] is False
+    assert created["error"]["code"] == -32003, created
+
+
+def test_wait_ms_bounds_a_blocking_send(served: str) -> None:
+    url = f"{served}/slow/"
+    # When: a blocking SendMessage reaches a turn that takes 3 s, with --wait-ms 1000
+    started = time.monotonic()
+    answer = call(url, "SendMessage", {"message": user_message("go", f"m-{uuid.uuid4()}")})["result"]["task"]
+    waited = time.monotonic() - started
+    # Then: the answer is the task still working, before the turn could have ended
+    assert answer["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), answer["status"]
+    assert waited < 3
+    # And the turn still ends, as GetTask shows
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        task = call(url, "GetTask", {"id": answer["id"]})["result"]
+        if task["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        time.sleep(0.2)
+    assert task["status"]["message"]["parts"][0]["text"] == "late"
