@@ -7,17 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from conftest import auth, rpc, user_message
-from standardwebhooks.webhooks import Webhook
-
 from nylorun.adapters.webhooks import AddressRefused, WebhookSender
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.local.runtime import LocalRuntime
@@ -26,51 +22,9 @@ from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
+from webhook_receiver import Receiver
 
 INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
-
-
-class Receiver:
-    """A webhook receiver on loopback: verifies each request's signature, records it, answers as told."""
-
-    def __init__(self, secret: str, answers: Callable[[int], tuple[int, dict[str, str]]] | None = None) -> None:
-        self.secret = secret
-        self.answers = answers or (lambda n: (200, {}))
-        self.requests: list[dict[str, Any]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("content-length", "0")))
-                try:
-                    Webhook(receiver.secret).verify(body, dict(self.headers.items()))
-                    verified = True
-                except Exception:
-                    verified = False
-                receiver.requests.append(
-                    {"verified": verified, "headers": dict(self.headers.items()), "body": json.loads(body)}
-                )
-                status, headers = receiver.answers(len(receiver.requests))
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-
-    def wait(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.requests
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 @pytest.fixture()

@@ -25,8 +25,8 @@ from a2a_caller import EFFECTS, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY, stat
 from conftest import ALICE, BOB, auth, user_message
 from table_scope import TableScan, settled, snapshot
 from test_isolation import all_tasks, error_code
-from test_push import Receiver
 from test_turns import Probe, SimulatedCrash, _agent
+from webhook_receiver import Receiver
 
 T = TypeVar("T")
 

@@ -1,0 +1,58 @@
+"""A webhook receiver for end-to-end tests: a real HTTP server on loopback that verifies each push
+delivery's Standard Webhooks signature with the `standardwebhooks` package and records it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+
+class Receiver:
+    """A webhook receiver on loopback: verifies each request's signature, records it, answers as told."""
+
+    def __init__(
+        self, secret: str, answers: Callable[[int], tuple[int, dict[str, str]]] | None = None
+    ) -> None:
+        self.secret = secret
+        self.answers = answers or (lambda n: (200, {}))
+        self.requests: list[dict[str, Any]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's name
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                try:
+                    Webhook(receiver.secret).verify(body, dict(self.headers.items()))
+                    verified = True
+                except (WebhookVerificationError, ValueError):  # ValueError: a malformed signature
+                    verified = False
+                receiver.requests.append(
+                    {"verified": verified, "headers": dict(self.headers.items()), "body": json.loads(body)}
+                )
+                status, headers = receiver.answers(len(receiver.requests))
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+
+    def wait(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.requests
+
+    def close(self) -> None:
+        self.server.shutdown()
