@@ -752,6 +752,25 @@ def test_the_same_message_id_with_other_content_is_another_message(echo_url: str
     assert listed["totalSize"] == 3
 
 
+@pytest.mark.parametrize("action", ["follow-up", "cancel"])
+def test_the_same_message_after_the_caller_acted_on_its_task_is_a_new_message(tck_url: str, action: str) -> None:
+    # Given: a task waiting for input, made by a message; the caller acts on it (the TCK's setup, reused)
+    message = user_message("TCK prerequisite task creation", f"tck-input-required-{uuid.uuid4()}")
+    first = rpc(tck_url, "SendMessage", {"message": message})["result"]["task"]
+    assert rpc(tck_url, "SendMessage", {"message": message})["result"]["task"]["id"] == first["id"]  # a retry
+    if action == "follow-up":
+        follow_up = user_message("done", f"tck-complete-task-{uuid.uuid4()}", taskId=first["id"])
+        assert rpc(tck_url, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] == COMPLETED
+    else:
+        rpc(tck_url, "CancelTask", {"id": first["id"]})
+    # When: the very same message is sent again
+    again = rpc(tck_url, "SendMessage", {"message": message})["result"]["task"]
+    # Then: it made a new task that waits for input, and sending it once more is a retry of that one
+    assert again["id"] != first["id"]
+    assert again["status"]["state"] == INPUT_REQUIRED
+    assert rpc(tck_url, "SendMessage", {"message": message})["result"]["task"]["id"] == again["id"]
+
+
 # ---------------------------------------------------------------------------------------------- 9. version
 @pytest.mark.parametrize(
     "headers",

@@ -83,6 +83,8 @@ class NewTurn:
     metadata: dict[str, Any] | None = None
     # `Message.retry_key()` of the message as the caller sent it: a repeat of it is the same turn.
     retry_key: str = ""
+    # The task the same message made before, which the caller has since acted on: this turn takes its key.
+    replaces_task: str | None = None
 
     @property
     def dedupe_key(self) -> str:

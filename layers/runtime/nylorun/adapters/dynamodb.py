@@ -180,7 +180,7 @@ class DynamoTaskStore:
                                     **self._mid_key(new.owner, new.dedupe_key),
                                     **_item({"taskId": task_id}),
                                 },
-                                "ConditionExpression": "attribute_not_exists(PK)",
+                                **_new_or_replacing(new.replaces_task),
                                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                             }
                         },
@@ -853,3 +853,12 @@ class DynamoTaskStore:
             extensions=tuple(item.get("extensions") or ()),
         )
 
+
+def _new_or_replacing(replaced_task: str | None) -> dict[str, Any]:
+    """The message key is new, or still names the task this turn replaces (two racing sends: one wins)."""
+    if replaced_task is None:
+        return {"ConditionExpression": "attribute_not_exists(PK)"}
+    return {
+        "ConditionExpression": "attribute_not_exists(PK) OR taskId = :replaced",
+        "ExpressionAttributeValues": _item({":replaced": replaced_task}),
+    }

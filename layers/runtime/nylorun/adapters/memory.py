@@ -96,8 +96,9 @@ class InMemoryTaskStore:
     # ------------------------------------------------------------------ turns
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
         with self._lock:
-            if (new.owner, new.dedupe_key) in self._messages:
-                raise DuplicateMessage(self._messages[(new.owner, new.dedupe_key)])
+            known = self._messages.get((new.owner, new.dedupe_key))
+            if known is not None and known != new.replaces_task:
+                raise DuplicateMessage(known)
             ctx = self._contexts.setdefault((new.owner, new.context_id), _Context())
             busy = ctx.active_task is not None or ctx.started < ctx.turns
             if busy and not queue:

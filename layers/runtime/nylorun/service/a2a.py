@@ -131,12 +131,17 @@ class A2AService:
 
         owner = caller.owner
         retry_key = message.retry_key()
+        replaces: str | None = None
         answered_by = self._store.task_for_message(owner, retry_key)
         if answered_by is not None:
-            # A retry (same messageId, same content) is not a second turn: answer with the task it made.
             record = self._owned(owner, answered_by)
-            self._scheduler.resubmitted(record)  # the first send may have died before starting or queueing it
-            return self._respond(caller, record, request)
+            if not _acted_on(record, message.message_id):
+                # A retry (same messageId, same content) is not a second turn: answer with the task it made.
+                self._scheduler.resubmitted(record)  # the first send may have died before starting or queueing it
+                return self._respond(caller, record, request)
+            # The caller has acted on that task since (a follow-up, a cancel): it had the first answer, so the
+            # same message again is a new message (the A2A TCK sends identical messages to make new tasks).
+            replaces = record.task_id
 
         if message.task_id is not None:
             record = self._owned(owner, message.task_id)
@@ -155,7 +160,7 @@ class A2AService:
                 record = self._answer(record, reply.model_copy(update={"context_id": record.context_id}), retry_key)
                 return self._respond(caller, record, request)
             # A message to a task that is not waiting for input is a new turn in its context (queued).
-            return self._new_turn(caller, request, record.context_id, retry_key)
+            return self._new_turn(caller, request, record.context_id, retry_key, replaces)
 
         agent = self._registry.get(caller.agent)
         if agent is not None and agent.direct is not None:
@@ -163,10 +168,15 @@ class A2AService:
             if direct is not None:
                 return {"message": direct.wire()}
 
-        return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key)
+        return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key, replaces)
 
     def _new_turn(
-        self, caller: Caller, request: SendMessageRequest, context_id: str, retry_key: str
+        self,
+        caller: Caller,
+        request: SendMessageRequest,
+        context_id: str,
+        retry_key: str,
+        replaces: str | None = None,
     ) -> JsonObject:
         """The context's next turn: it starts now, or waits its turn behind a busy context (queued), and
         either way the caller gets the task that will take the message."""
@@ -182,6 +192,7 @@ class A2AService:
                     message=message,
                     metadata=request.metadata,
                     retry_key=retry_key,
+                    replaces_task=replaces,
                 ),
                 queue=not reject,
             )
@@ -466,6 +477,17 @@ class A2AService:
             metadata=record.metadata,
         )
         return render_task(task, caller.extensions)
+
+
+def _acted_on(record: TaskRecord, message_id: str) -> bool:
+    """Whether the caller has acted on a task since its message `message_id` reached it: sent the task another
+    message after it, or canceled the task. Either needs the answer to that message, so a message sent again
+    after that is not a retry."""
+    if record.state == TaskState.CANCELED:
+        return True
+    users = [m.message_id for m in record.history if m.role == Role.USER]
+    last = max((i for i, m in enumerate(users) if m == message_id), default=len(users) - 1)
+    return last < len(users) - 1
 
 
 def _read_answer(message: Message) -> InteractionAnswer | None:
