@@ -2,18 +2,18 @@
 
 Extension data travels in `metadata` keyed by the extension's URI, and a message or artifact that carries
 it lists the URI in its `extensions` (Profile v2, "The extensions"). The store keeps every payload; what a
-caller reads is rendered for the extensions that caller activated (`render_task`).
+caller reads is rendered for the extensions that caller activated (`visible`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
-from nylorun.protocol.models import Artifact, Message, Task
+from nylorun.protocol.models import Message, Wire
 
 INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
 EFFECTS = "https://docs.nylorun.com/a2a/effects/v1"
@@ -29,6 +29,7 @@ PROFILE_EXTENSIONS: dict[str, str] = {
     FILES: "Each file artifact's kind, version, size, sha256 and path in the agent's outputs.",
 }
 MAX_PLAN_STEPS = 20  # Profile v2, progress/v1: up to 20 steps
+W = TypeVar("W", bound=Wire)
 
 InteractionKind = Literal["approval", "question", "connection"]
 StepState = Literal["pending", "active", "done", "failed", "skipped"]
@@ -110,54 +111,28 @@ def read_answer(message: Message) -> InteractionAnswer | None:
     return InteractionAnswer.model_validate(raw)
 
 
-def render_task(task: Task, activated: Iterable[str]) -> Task:
-    """What a caller sees: profile extension data only for the extensions it activated.
+def visible(obj: W, activated: Iterable[str]) -> W:
+    """`obj` (a Task, Message, Artifact, StreamResponse, …) as a caller that activated `activated` may see it:
+    at every level (message, status, history, artifact, part) the `metadata` of a profile extension it did
+    not activate is left out, and no `extensions` list names one. Other metadata keys (a caller's own) stay.
 
-    Core tier (nothing activated) still gets the states and the text of every message, so an approval
-    arrives as a text question (Profile v2, "What a client gets").
+    The one place that decides: every answer and every push body goes through it. Core tier (nothing
+    activated) still gets the states and the text of every message, so an approval arrives as a text
+    question (Profile v2, "What a client gets").
     """
-    hidden = set(PROFILE_EXTENSIONS) - set(activated)
-    if not hidden:
-        return task
-    status = task.status
-    if status.message is not None:
-        status = status.model_copy(update={"message": _strip_message(status.message, hidden)})
-    return task.model_copy(
-        update={
-            "status": status,
-            "history": [_strip_message(m, hidden) for m in task.history] if task.history else task.history,
-            "artifacts": [_strip_artifact(a, hidden) for a in task.artifacts]
-            if task.artifacts
-            else task.artifacts,
-        }
-    )
+    hidden = frozenset(PROFILE_EXTENSIONS).difference(activated)
+    return _without(obj, hidden) if hidden else obj
 
 
-def visible_message(message: Message, activated: Iterable[str]) -> Message:
-    """A message as a caller that activated `activated` may see it."""
-    return _strip_message(message, set(PROFILE_EXTENSIONS) - set(activated))
-
-
-def visible_artifact(artifact: Artifact, activated: Iterable[str]) -> Artifact:
-    return _strip_artifact(artifact, set(PROFILE_EXTENSIONS) - set(activated))
-
-
-def _strip(
-    metadata: dict[str, Any] | None, extensions: list[str] | None, hidden: set[str]
-) -> dict[str, Any]:
+def _without(obj: W, hidden: frozenset[str]) -> W:
     update: dict[str, Any] = {}
-    if metadata and hidden.intersection(metadata):
-        update["metadata"] = {k: v for k, v in metadata.items() if k not in hidden} or None
-    if extensions and hidden.intersection(extensions):
-        update["extensions"] = [uri for uri in extensions if uri not in hidden] or None
-    return update
-
-
-def _strip_message(message: Message, hidden: set[str]) -> Message:
-    update = _strip(message.metadata, message.extensions, hidden)
-    return message.model_copy(update=update) if update else message
-
-
-def _strip_artifact(artifact: Artifact, hidden: set[str]) -> Artifact:
-    update = _strip(artifact.metadata, artifact.extensions, hidden)
-    return artifact.model_copy(update=update) if update else artifact
+    for name in type(obj).model_fields:
+        value = getattr(obj, name)
+        if name in ("metadata", "extensions") and value and hidden.intersection(value):
+            kept = [key for key in value if key not in hidden]
+            update[name] = ({key: value[key] for key in kept} if isinstance(value, dict) else kept) or None
+        elif isinstance(value, Wire):
+            update[name] = _without(value, hidden)
+        elif isinstance(value, list) and value and isinstance(value[0], Wire):
+            update[name] = [_without(item, hidden) for item in value]
+    return obj.model_copy(update=update) if update else obj

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
@@ -128,6 +128,31 @@ class Task(Wire):
     metadata: JsonObject | None = None
 
 
+class TaskStatusUpdateEvent(Wire):
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    metadata: JsonObject | None = None
+
+
+class TaskArtifactUpdateEvent(Wire):
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool | None = None
+    last_chunk: bool | None = None
+    metadata: JsonObject | None = None
+
+
+class StreamResponse(Wire):
+    """One of task | message | statusUpdate | artifactUpdate (reference §9): what a push delivery posts."""
+
+    task: Task | None = None
+    message: Message | None = None
+    status_update: TaskStatusUpdateEvent | None = None
+    artifact_update: TaskArtifactUpdateEvent | None = None
+
+
 class AuthenticationInfo(Wire):
     scheme: str = Field(min_length=1, max_length=64)
     credentials: str | None = Field(default=None, max_length=4096)
@@ -195,10 +220,10 @@ class ListTasksRequest(Wire):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         if value is not None:
             try:
-                value = value.astimezone(timezone.utc)
+                value = value.astimezone(UTC)
             except OverflowError:  # e.g. 0001-01-01T00:00:00+05:00: not a UTC instant datetime can hold
                 raise ValueError("must be a timestamp between years 1 and 9999 in UTC") from None
         return value
@@ -245,9 +270,9 @@ class CreatePushConfigRequest(TaskPushNotificationConfig):
 
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 UTC with milliseconds and `Z` (reference §1): fixed width, so it also sorts as text."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def now_timestamp() -> str:
-    return format_timestamp(datetime.now(timezone.utc))
+    return format_timestamp(datetime.now(UTC))

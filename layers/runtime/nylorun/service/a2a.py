@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nylorun.observability import logger
 from pydantic import ValidationError
 
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.runner import NOT_TERMINAL, agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.turn import core_text
+from nylorun.observability import logger
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
@@ -37,7 +37,7 @@ from nylorun.profile.extensions import (
     InteractionAnswer,
     Progress,
     read_answer,
-    render_task,
+    visible,
     with_extension,
 )
 from nylorun.protocol.errors import (
@@ -166,7 +166,7 @@ class A2AService:
         if agent is not None and agent.direct is not None:
             direct = agent.direct(message)
             if direct is not None:
-                return {"message": direct.wire()}
+                return {"message": visible(direct, caller.extensions).wire()}
 
         return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key, replaces)
 
@@ -476,7 +476,7 @@ class A2AService:
             history=history or None,
             metadata=record.metadata,
         )
-        return render_task(task, caller.extensions)
+        return visible(task, caller.extensions)
 
 
 def _acted_on(record: TaskRecord, message_id: str) -> bool:

@@ -16,7 +16,7 @@ import json
 import random
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import Enum
 from typing import Any, Protocol
@@ -28,8 +28,8 @@ from nylorun.adapters.webhooks import AddressRefused, HttpResult
 from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
 from nylorun.observability import logger, metrics
 from nylorun.ports import TaskStore
-from nylorun.profile.extensions import visible_artifact, visible_message
-from nylorun.protocol.models import Artifact, Message, TaskState
+from nylorun.profile.extensions import visible
+from nylorun.protocol.models import StreamResponse, TaskState
 from nylorun.service.files import FileService
 from nylorun.settings import Settings
 
@@ -157,14 +157,18 @@ class PushService:
         if stored is None:
             return Result(Outcome.DROPPED, reason="config deleted")
         config = stored.config
-        body = json.dumps({delivery.kind: self._render(delivery, stored.extensions)}, separators=(",", ":"))
+        log = {"task_id": delivery.task_id, "config_id": delivery.config_id, "webhook_id": delivery.webhook_id}
+        try:
+            body = self._body(delivery, stored.extensions)
+        except ValidationError:  # sent as stored, it could carry extensions its receiver did not activate
+            return self._give_up(delivery, "the event is not an A2A StreamResponse", log)
         now = self._now()
         headers = {
             "Content-Type": "application/json",
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(int(now)),
             "webhook-signature": sign(
-                self._secrets, delivery.webhook_id, datetime.fromtimestamp(now, tz=timezone.utc), body
+                self._secrets, delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body
             ),
             "User-Agent": "nylorun-push/1",
         }
@@ -174,12 +178,11 @@ class PushService:
             headers["Authorization"] = f"{config.authentication.scheme}{credentials}"
         if config.token:
             headers["X-A2A-Notification-Token"] = config.token  # the a2a-sdk's header for the token
-        log = {"task_id": delivery.task_id, "config_id": delivery.config_id, "webhook_id": delivery.webhook_id}
         try:
             response = self._sender.post(config.url, body.encode(), headers)
         except AddressRefused as exc:
             return self._give_up(delivery, f"refused: {exc}", log)
-        except Exception as exc:  # network errors and timeouts: retried
+        except Exception as exc:  # noqa: BLE001 - network errors and timeouts of any kind: retried
             logger.info("push attempt failed", extra={**log, "error": type(exc).__name__, "attempt": attempt})
             return self._retry(delivery, attempt, 0, log, type(exc).__name__)
         status = response.status
@@ -199,21 +202,15 @@ class PushService:
         # this delivery; the same signed request would be refused again, so it is dead-lettered at once.
         return self._give_up(delivery, f"HTTP {status}", log)
 
-    def _render(self, delivery: Delivery, extensions: tuple[str, ...]) -> dict[str, Any]:
-        """The event as the config's creator may see it: only the extensions it activated."""
-        payload = dict(delivery.payload)
-        try:
-            if delivery.kind == "statusUpdate" and payload.get("status", {}).get("message"):
-                message = Message.model_validate(payload["status"]["message"])
-                payload["status"] = {**payload["status"], "message": visible_message(message, extensions).wire()}
-            if delivery.kind == "artifactUpdate":
-                artifact = visible_artifact(Artifact.model_validate(payload["artifact"]), extensions)
-                if self._files is not None:  # stored files go out as fresh presigned URLs
-                    artifact = artifact.model_copy(update={"parts": self._files.render_parts(artifact.parts)})
-                payload["artifact"] = artifact.wire()
-        except ValidationError:
-            logger.warning("event payload did not validate; sent as stored", extra={"task_id": delivery.task_id})
-        return payload
+    def _body(self, delivery: Delivery, extensions: tuple[str, ...]) -> str:
+        """The StreamResponse as the config's creator may see it: only the extensions it activated (the ones
+        stored with the config), and stored files as fresh presigned URLs."""
+        event = visible(StreamResponse.model_validate({delivery.kind: delivery.payload}), extensions)
+        body = event.wire()
+        if event.artifact_update is not None and self._files is not None:
+            parts = self._files.render_parts(event.artifact_update.artifact.parts)
+            body["artifactUpdate"]["artifact"]["parts"] = [part.wire() for part in parts]
+        return json.dumps(body, separators=(",", ":"))
 
     def _retry(self, delivery: Delivery, attempt: int, at_least: int, log: dict[str, Any], reason: str) -> Result:
         if self._now() - delivery.first_attempt_at >= self._settings.push_max_age_seconds:
