@@ -17,7 +17,7 @@ class Receiver:
     """A webhook receiver on loopback: verifies each request's signature, records it, answers as told."""
 
     def __init__(
-        self, secret: str, answers: Callable[[int], tuple[int, dict[str, str]]] | None = None
+        self, secret: str, answers: Callable[[int], tuple[int, dict[str, str]]] | None = None, port: int = 0
     ) -> None:
         self.secret = secret
         self.answers = answers or (lambda n: (200, {}))
@@ -44,7 +44,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
 

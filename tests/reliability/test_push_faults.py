@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,16 +19,14 @@ from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
 from nylorun.service.push import Delivery, Outcome
 from nylorun.wiring import Runtime
-from reliability_kit import Receiver, e2e_push, poll, rpc, user_message
+from reliability_kit import Receiver, poll, rpc, user_message
 
 pytestmark = pytest.mark.e2e
 
 
 def receiver_on(port: int, secret: str, answers: Any = None) -> Receiver:
     """The e2e Receiver, listening on a port chosen in advance (it normally takes any free port)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(e2e_push, "ThreadingHTTPServer", lambda _address, handler: ThreadingHTTPServer(("127.0.0.1", port), handler))
-        return Receiver(secret, answers)
+    return Receiver(secret, answers, port=port)
 
 
 class Attempts:

@@ -11,8 +11,12 @@ import threading
 import time
 from typing import Any
 
+from nylorun.local.activity import ACTIVITY, Backoff, watch_boto3_writes
 from nylorun.local.aws import LocalAws, invoke_registered
 from nylorun.observability import logger
+
+# Stream records only follow table writes, and every table write wakes the poller: it can sleep long.
+STREAM_IDLE_MAX_SECONDS = 5.0
 
 
 class StreamPoller:
@@ -35,23 +39,24 @@ class StreamPoller:
 
     def stop(self) -> None:
         self._stop.set()
+        ACTIVITY.bump()
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        backoff = 0.05
+        watch_boto3_writes()
+        backoff = Backoff(most=STREAM_IDLE_MAX_SECONDS)
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-                backoff = 0.05
             except Exception:  # keep polling: a failure here must not silently stop event delivery
                 logger.exception("stream poller failed; retrying")
                 worked = False
-                backoff = min(backoff * 2, 2.0)
-            if not worked:
-                self.idle.set()
-                self._stop.wait(backoff if backoff > 0.05 else 0.03)
-            else:
+            if worked:
                 self.idle.clear()
+                backoff.worked()
+            else:
+                self.idle.set()
+                backoff.idle(self._stop)
 
     def _poll_once(self) -> bool:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
@@ -117,16 +122,22 @@ class QueuePoller:
 
     def stop(self) -> None:
         self._stop.set()
+        ACTIVITY.bump()
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        watch_boto3_writes()
+        backoff = Backoff()
         while not self._stop.is_set():
             try:
-                if not self._poll_once():
-                    self._stop.wait(0.03)
+                worked = self._poll_once()
             except Exception:
                 logger.exception("queue poller failed; retrying")
-                self._stop.wait(0.5)
+                worked = False
+            if worked:
+                backoff.worked()
+            else:
+                backoff.idle(self._stop)
 
     def _poll_once(self) -> bool:
         out = self._sqs.receive_message(

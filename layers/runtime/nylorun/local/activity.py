@@ -1,0 +1,81 @@
+"""Wake-ups for the local pollers, so an idle `nylorun serve` sleeps instead of polling moto.
+
+Every write a function or the api makes through boto3 (a table write, a queue message, an event) bumps a
+counter; a poller that found nothing sleeps with a growing timeout (up to `IDLE_MAX_SECONDS`) or until the
+counter moves. What no write announces (an SQS message whose delay or visibility timeout runs out) is found
+by the timeout, so it arrives at most `IDLE_MAX_SECONDS` late. A stream record always follows a table
+write, so the stream poller may sleep longer.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+
+IDLE_MAX_SECONDS = 1.0
+# The calls that can give a poller work (reads never do, and the pollers' own reads must not wake them).
+WRITES = {
+    "dynamodb": ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"),
+    "sqs": ("SendMessage", "SendMessageBatch"),
+    "events": ("PutEvents",),
+}
+
+
+class Activity:
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._generation = 0
+
+    def bump(self, **_: Any) -> None:
+        with self._changed:
+            self._generation += 1
+            self._changed.notify_all()
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def wait(self, seen: int, timeout: float) -> int:
+        """Until the generation differs from `seen`, or `timeout` seconds; returns the generation now."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._generation != seen, timeout=timeout)
+            return self._generation
+
+
+ACTIVITY = Activity()
+_watching = threading.Lock()
+_watched: set[int] = set()
+
+
+def watch_boto3_writes() -> None:
+    """Bump ACTIVITY after every write made through boto3's default session (what `boto3.client` uses)."""
+    session = boto3._get_default_session()  # the session every boto3.client() call shares
+    with _watching:
+        if id(session) in _watched:
+            return
+        _watched.add(id(session))
+        for service, operations in WRITES.items():
+            for operation in operations:
+                session.events.register(f"after-call.{service}.{operation}", ACTIVITY.bump)
+
+
+class Backoff:
+    """A poller's sleep: none while it finds work, then growing up to IDLE_MAX_SECONDS, cut short by writes."""
+
+    def __init__(self, first: float = 0.02, most: float = IDLE_MAX_SECONDS) -> None:
+        self._first = first
+        self._most = most
+        self._next = first
+        self._seen = ACTIVITY.generation
+
+    def worked(self) -> None:
+        self._next = self._first
+
+    def idle(self, stop: threading.Event) -> None:
+        if stop.is_set():
+            return
+        seen = self._seen
+        self._seen = ACTIVITY.wait(seen, self._next)
+        self._next = self._first if self._seen != seen else min(self._next * 2, self._most)
