@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nylorun.observability import logger
 from pydantic import ValidationError
 
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.runner import NOT_TERMINAL, agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.turn import core_text
+from nylorun.observability import logger
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
@@ -31,7 +31,14 @@ from nylorun.ports import (
     TaskStore,
     TurnOrchestrator,
 )
-from nylorun.profile.extensions import INTERACTIONS, PROGRESS, Progress, read_answer, render_task, with_extension
+from nylorun.profile.extensions import (
+    INTERACTIONS,
+    PROGRESS,
+    Progress,
+    read_answer,
+    render_task,
+    with_extension,
+)
 from nylorun.protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -59,6 +66,7 @@ from nylorun.protocol.models import (
     TaskStatus,
     now_timestamp,
 )
+from nylorun.protocol.text import repaired
 from nylorun.service.files import FileService
 from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.service.scheduler import TurnScheduler
@@ -152,7 +160,7 @@ class A2AService:
         if agent is not None and agent.direct is not None:
             direct = agent.direct(message)
             if direct is not None:
-                return {"message": direct.wire()}
+                return {"message": repaired(direct).wire()}  # well-formed, as a turn records it (engine/turn.py)
 
         return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()))
 
