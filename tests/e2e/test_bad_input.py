@@ -454,6 +454,24 @@ def test_metadata_too_big_to_store_is_invalid_params(echo_url: str, table_items:
     assert snapshot(table_items) == before
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "-2E+999"])
+def test_a_number_no_double_holds_is_invalid_params_not_silently_null(
+    echo_url: str, table_items: TableScan, number: str
+) -> None:
+    # Given: metadata with NaN or Infinity (not JSON, though Python's parser reads them) or a JSON number
+    # beyond a double's range (read as infinity): kept, each would come back as null
+    message = json.dumps(user_message("numbers"))
+    body = '{"jsonrpc":"2.0","id":"n","method":"SendMessage","params":{"message":' + message
+    body += ',"metadata":{"ok":[1.5,{"n":' + number + "}]}}}"
+    before = settled(table_items)
+    # When
+    response = post(echo_url, body)
+    # Then
+    error = assert_error(response, -32602, request_id="n")
+    assert violated_fields(error) == ["metadata.ok[1].n"]
+    assert snapshot(table_items) == before
+
+
 @pytest.mark.parametrize("depth", [33, 64, 200_000])
 def test_deeply_nested_json_is_invalid_request(echo_url: str, table_items: TableScan, depth: int) -> None:
     # Given: a valid send whose metadata nests `depth` arrays (deeper than Python's recursion limit too)

@@ -3,10 +3,10 @@
 import json
 
 import pytest
-
 from nylorun.protocol import jsonrpc
 from nylorun.protocol.errors import InvalidParamsError
-from nylorun.protocol.models import SendMessageRequest
+from nylorun.protocol.models import Part, SendMessageRequest
+from nylorun.protocol.text import repaired
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,48 @@ def test_a_part_must_carry_exactly_one_kind_of_content() -> None:
     params = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "a", "url": "https://x"}]}}
     with pytest.raises(InvalidParamsError):
         jsonrpc.parse_params(SendMessageRequest, params)
+
+
+def _send(params: str) -> bytes:
+    return ('{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":' + params + "}").encode()
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ('{"message":{"parts":[{"text":"a\\ud800b"}]}}', "message.parts[0].text"),
+        ('{"message":{"metadata":{"k\\udc00":1}}}', "message.metadata.k\\udc00"),
+        ('{"metadata":{"a":[1,{"b":"\\ude00\\ud83d"}]}}', "metadata.a[1].b"),
+        ('{"message":{"messageId":"\\ud83d"}}', "message.messageId"),
+        ('{"metadata":{"n":NaN}}', "metadata.n"),
+        ('{"metadata":{"n":[1e400]}}', "metadata.n[0]"),
+    ],
+)
+def test_params_that_cannot_be_kept_as_sent_are_invalid_params_naming_the_field(
+    params: str, field: str
+) -> None:
+    # When
+    with pytest.raises(jsonrpc.RequestError) as caught:
+        jsonrpc.decode(_send(params))
+    # Then: -32602 with the request's id, and a field violation where the caller wrote it
+    error = caught.value.error.to_jsonrpc()
+    assert (error["code"], caught.value.request_id) == (-32602, 7)
+    assert error["data"][1]["fieldViolations"][0]["field"] == field
+
+
+def test_a_paired_surrogate_escape_is_one_character_and_ids_are_not_params() -> None:
+    # A lone surrogate in the id is echoed back as sent; it is not stored, so only params are checked.
+    request = jsonrpc.decode(
+        b'{"jsonrpc":"2.0","id":"\\ud800","method":"GetTask","params":{"id":"\\ud83d\\ude00"}}'
+    )
+    assert request.params == {"id": "\U0001f600"}
+
+
+def test_agent_text_is_repaired_to_well_formed_unicode() -> None:
+    # A lone surrogate becomes U+FFFD; two code points that make a pair become their one character
+    assert repaired("a\ud800b \ud83d\ude00 \udc00") == "a\ufffdb \U0001f600 \ufffd"
+    assert repaired({"k\ud800": ["v\udfff", 1, None]}) == {"k\ufffd": ["v\ufffd", 1, None]}
+    part = Part(text="ok", metadata={"k\ud800": "v"})
+    assert repaired(part) == Part(text="ok", metadata={"k\ufffd": "v"})
+    well_formed = Part(text="fine 😀")
+    assert repaired(well_formed) is well_formed

@@ -279,7 +279,7 @@ class DynamoTaskStore:
                 "state": record.status.state.value,
                 "status": json.dumps(record.status.wire()),
                 "statusTs": ts,
-                "metadata": json.dumps(record.metadata) if record.metadata else None,
+                "metadata": json.dumps(record.metadata) if record.metadata is not None else None,
                 "version": record.version,
                 "msgSeq": msg_seq,
                 "artSeq": 0,

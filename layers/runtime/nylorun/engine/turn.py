@@ -11,6 +11,11 @@ the next position (`seq`) in the turn's journal:
 
 What a caller sees (status text, plan, artifacts) is written only once replay has caught up with the
 journal, so a rerun never shows an older plan than the one already shown.
+
+Decision: what an agent shows a caller is recorded as well-formed Unicode. A lone surrogate in its text, plan,
+artifact or interaction (say, from bytes decoded with `surrogateescape`, or a model's output cut inside an
+emoji) becomes U+FFFD (`protocol/text.py`, `repaired`) where the Turn takes it: stored as it was, it would make
+every read of the task fail. Failing the turn instead would lose a reply over one character.
 """
 
 from __future__ import annotations
@@ -22,15 +27,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nylorun.observability import logger
-
 from nylorun.ports import JournalEntry, TaskRecord, TaskStore, TurnCanceled
 from nylorun.profile.extensions import (
     EFFECTS,
     FILES,
-    FileVersion,
     INTERACTIONS,
     MAX_PLAN_STEPS,
     PROGRESS,
+    FileVersion,
     Interaction,
     InteractionKind,
     PlanStep,
@@ -39,9 +43,9 @@ from nylorun.profile.extensions import (
     with_extension,
 )
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
+from nylorun.protocol.text import repaired
 from nylorun.service.files import FileHandle, FileService, clean_path
 from nylorun.service.files import scope as file_scope
-
 
 EffectFunction = Callable[[str], Any]
 
@@ -135,15 +139,16 @@ class Turn:
         dropped (and logged), so a long plan never fails a turn."""
         if len(labels) > MAX_PLAN_STEPS:
             logger.warning("plan capped", extra={"steps": len(labels), "cap": MAX_PLAN_STEPS})
-        self._plan = [PlanStep(label=label[:200]) for label in labels[:MAX_PLAN_STEPS]]
+        self._plan = [PlanStep(label=repaired(label)[:200]) for label in labels[:MAX_PLAN_STEPS]]
         self._show()
 
     def mark(self, step: int | str, state: StepState, note: str | None = None) -> None:
         """Mark one plan step (by index or label) pending, active, done, failed or skipped."""
-        index = step if isinstance(step, int) else [s.label for s in self._plan].index(step)
+        index = step if isinstance(step, int) else [s.label for s in self._plan].index(repaired(step))
         if not 0 <= index < len(self._plan):
             return  # a step beyond the 20-step cap
-        self._plan[index] = self._plan[index].model_copy(update={"state": state, "note": note and note[:500]})
+        note = note and repaired(note)[:500]
+        self._plan[index] = self._plan[index].model_copy(update={"state": state, "note": note})
         self._show()
 
     def say(self, text: str) -> None:
@@ -225,7 +230,10 @@ class Turn:
         seq = self._next()
         entry = self._journal.get(seq)
         interaction = Interaction(
-            interaction_id=_opaque(self.task_id, seq, "ia"), kind=kind, prompt=prompt, detail=detail
+            interaction_id=_opaque(self.task_id, seq, "ia"),
+            kind=kind,
+            prompt=repaired(prompt),
+            detail=repaired(detail),
         )
         if entry is not None:
             self._check(entry, "interaction", kind)
@@ -259,7 +267,7 @@ class Turn:
         extensions: list[str] | None = None,
     ) -> str:
         """Add (or, with the same `artifact_id`, replace) an artifact. Returns its id."""
-        artifact_id = artifact_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/{name or len(parts)}"))
+        artifact_id = artifact_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/{repaired(name) or len(parts)}"))
         if not self.replaying:
             artifact = Artifact(
                 artifact_id=artifact_id,
@@ -268,7 +276,7 @@ class Turn:
                 metadata=metadata,
                 extensions=extensions,
             )
-            self._store.put_artifact(self.task_id, artifact)
+            self._store.put_artifact(self.task_id, repaired(artifact))
         return artifact_id
 
     # ------------------------------------------------------------------ files (files/v1)
@@ -365,7 +373,7 @@ class Turn:
         return Message(
             message_id=str(uuid.uuid4()),
             role=Role.AGENT,
-            parts=list(parts),
+            parts=[repaired(part) for part in parts],
             task_id=self.task_id,
             context_id=self.context_id,
         )
@@ -411,4 +419,4 @@ def _status(state: TaskState, message: Message | None) -> TaskStatus:
     return TaskStatus(state=state, message=message)
 
 
-__all__ = ["Turn", "Interrupted", "OutcomeLost", "Finished", "NonDeterministicAgent", "TurnCanceled", "core_text"]
+__all__ = ["Finished", "Interrupted", "NonDeterministicAgent", "OutcomeLost", "Turn", "TurnCanceled", "core_text"]

@@ -2,11 +2,17 @@
 
 `decode` turns raw bytes into a request or raises the error to answer with; `parse_params` validates
 `params` into a wire model, turning pydantic's errors into -32602 with field violations.
+
+Params are kept exactly as sent or refused: `decode` answers -32602, naming the field, for text that is not
+well-formed Unicode (a lone surrogate, `protocol/text.py`) and for a number no double holds (NaN, Infinity,
+1e400), anywhere in `params`, in a value or an object key, for every method.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,6 +26,7 @@ from nylorun.protocol.errors import (
     ParseError,
     UnsupportedOperationError,
 )
+from nylorun.protocol.text import lone_surrogate
 
 RequestId = str | int | None
 M = TypeVar("M", bound=BaseModel)
@@ -66,7 +73,8 @@ def decode(body: bytes) -> Request:
         raise RequestError(ParseError()) from None
     except RecursionError:
         raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels")) from None
-    if _depth(payload) > MAX_DEPTH:
+    depth, suspect = _scan(payload)
+    if depth > MAX_DEPTH:
         raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels"))
     if isinstance(payload, list):
         # Batches are not part of A2A; the SDK answers -32600 too (reference §2).
@@ -88,17 +96,56 @@ def decode(body: bytes) -> Request:
         params = {}  # the SDK sends null params for DeleteTaskPushNotificationConfig and GetExtendedAgentCard
     if not isinstance(params, dict):
         raise RequestError(InvalidParamsError("`params` must be an object"), request_id)
+    unfit = _unfit(params) if suspect else None
+    if unfit is not None:
+        field, description = unfit
+        error = InvalidParamsError(f"Invalid params: {field}: {description}", field_violations=[unfit])
+        raise RequestError(error, request_id)
     return Request(id=request_id, method=method, params=params)
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > MAX_DEPTH:
-        return level
+def _scan(payload: Any) -> tuple[int, bool]:
+    """One walk of the decoded payload: how deep it nests (the walk stops past MAX_DEPTH), and whether a
+    string, key or number in it cannot be kept as sent (then `_unfit` finds where)."""
+    depth, suspect = 0, False
+    pending: list[tuple[Any, int]] = [(payload, 0)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, str):
+            suspect = suspect or lone_surrogate(value) is not None
+        elif isinstance(value, float):
+            suspect = suspect or not math.isfinite(value)
+        elif isinstance(value, (dict, list)):
+            depth = max(depth, level + 1)
+            if depth > MAX_DEPTH:
+                break
+            items: Iterable[Any] = value
+            if isinstance(value, dict):
+                suspect = suspect or any(lone_surrogate(key) is not None for key in value)
+                items = value.values()
+            pending.extend((item, level + 1) for item in items)
+    return depth, suspect
+
+
+def _unfit(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field, description) of the first string, key or number in `value` that cannot be kept as sent. The
+    field is written as the caller wrote it (`message.parts[0].text`); a bad key shows escaped."""
+    if isinstance(value, str):
+        why = lone_surrogate(value)
+        return None if why is None else (path, f"Text is not well-formed Unicode: {why}.")
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, "Not a finite number: NaN, Infinity and numbers beyond a double's range are refused."
+    items: list[tuple[str, Any]] = []
     if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+        for key, item in value.items():
+            why = lone_surrogate(key)
+            field = (path + "." if path else "") + key.encode("utf-8", "backslashreplace").decode()
+            if why is not None:
+                return field, f"The key is not well-formed Unicode: {why}."
+            items.append((field, item))
+    elif isinstance(value, list):
+        items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    return next((found for field, item in items if (found := _unfit(item, field)) is not None), None)
 
 
 def parse_params(model: type[M], params: dict[str, Any]) -> M:

@@ -67,6 +67,7 @@ from nylorun.protocol.models import (
     TaskStatus,
     now_timestamp,
 )
+from nylorun.protocol.text import repaired
 from nylorun.service.files import FileService
 from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.service.scheduler import TurnScheduler
@@ -166,7 +167,8 @@ class A2AService:
         if agent is not None and agent.direct is not None:
             direct = agent.direct(message)
             if direct is not None:
-                return {"message": visible(direct, caller.extensions).wire()}
+                # Well-formed text, as a turn records it (engine/turn.py), and only the caller's extensions.
+                return {"message": visible(repaired(direct), caller.extensions).wire()}
 
         return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key, replaces)
 
