@@ -71,7 +71,7 @@ def test_the_card_says_push_notifications_false(push_off: TestClient, local_runt
     assert card["capabilities"]["pushNotifications"] is False
     assert card["capabilities"]["streaming"] is False
     assert len(card["capabilities"]["extensions"]) == 5
-    assert card["supportedInterfaces"][0]["url"] == "http://testserver/v1/a2a/agents/echo"
+    assert card["supportedInterfaces"][0]["url"] == "http://testserver/v1/a2a/agents/echo/"
 
 
 def test_the_running_runtime_still_says_push_notifications_true(local_runtime: LocalRuntime) -> None:

@@ -83,7 +83,7 @@ def test_the_sample_card_event_returns_the_agent_card(call: Any) -> None:
     assert card["name"] == "echo"
     assert card["supportedInterfaces"] == [
         {
-            "url": "https://abc123example.execute-api.us-east-1.amazonaws.com/v1/a2a/agents/echo",
+            "url": "https://abc123example.execute-api.us-east-1.amazonaws.com/v1/a2a/agents/echo/",
             "protocolBinding": "JSONRPC",
             "protocolVersion": "1.0",
         }
