@@ -13,8 +13,13 @@ from typing import Any
 import httpx
 import pytest
 from conftest import auth, rpc, user_message
+from nylorun.adapters.dynamodb import DynamoTaskStore
+from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.local.runtime import LocalRuntime
+from nylorun.ports import JournalEntry, NewTurn, Owner, TaskQuery, TaskStore, TooLarge
+from nylorun.profile.extensions import Interaction
+from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
 from table_scope import TableScan, settled, snapshot
 
 MAX_ANSWER = 5 * 1024 * 1024  # no answer exceeds 5 MiB (Lambda's limit is 6 MB)
@@ -92,7 +97,7 @@ def test_text_replies_to_a_waiting_task_stop_at_its_budget_and_answers_stay_unde
     got, size = call(url, "GetTask", {"id": task["id"]})
     assert size < MAX_ANSWER and got["result"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
     assert sum(m["role"] == "ROLE_USER" for m in got["result"]["history"]) == 1 + accepted
-    assert accepted >= 10
+    assert accepted == 16  # 4 MiB less the 64 KiB kept for the agent's answers: 16 replies of 250 KB
     # And canceling it answers under 5 MiB too
     canceled, size = call(url, "CancelTask", {"id": task["id"]})
     assert size < MAX_ANSWER and canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
@@ -115,28 +120,28 @@ def test_large_metadata_and_a_large_reply_together_complete_the_turn(local_runti
     assert size < MAX_ANSWER and listed["result"]["tasks"][0]["metadata"] == metadata
 
 
-def test_a_reply_larger_than_a_message_may_be_fails_the_task_saying_so(local_runtime: LocalRuntime, agents: None) -> None:
-    # Given an agent that replies 500 KB (more than one stored message may hold)
-    url = local_runtime.agent_url("t-size-reply")
+@pytest.mark.parametrize(
+    ("agent", "text", "kept"),
+    [
+        pytest.param("t-size-reply", "500", 0, id="reply-larger-than-a-message"),
+        pytest.param("t-size-artifacts", "20", 16, id="artifacts-past-the-task-budget"),
+    ],
+)
+def test_agent_output_past_a_limit_fails_the_task_saying_so(
+    local_runtime: LocalRuntime, agents: None, agent: str, text: str, kept: int
+) -> None:
+    # Given an agent that replies 500 KB (more than one stored message may hold), or one that writes 20
+    # artifacts of 250 KB (5 MB, past the task's 4 MiB)
+    url = local_runtime.agent_url(agent)
     # When it runs
-    answer, _ = call(url, "SendMessage", {"message": user_message("500")})
+    answer, _ = call(url, "SendMessage", {"message": user_message(text)})
     task = finished(url, answer["result"]["task"]["id"])
-    # Then the task fails at once with a status saying why (not after reruns, as "could not complete")
+    # Then the task fails with a status saying why (not "could not complete" after three reruns, nor COMPLETED)
     assert task["status"]["state"] == "TASK_STATE_FAILED"
-    assert "size budget" in status_text(task)
-
-
-def test_agent_output_past_the_task_budget_fails_the_task(local_runtime: LocalRuntime, agents: None) -> None:
-    # Given an agent that writes 20 artifacts of 250 KB (5 MB)
-    url = local_runtime.agent_url("t-size-artifacts")
-    # When it runs
-    answer, size = call(url, "SendMessage", {"message": user_message("20")})
-    task = finished(url, answer["result"]["task"]["id"])
-    # Then the task fails saying its output exceeded the task's size budget, and stays readable under 5 MiB
-    assert task["status"]["state"] == "TASK_STATE_FAILED"
-    assert "size budget" in status_text(task)
+    assert "The agent's output exceeded the task's size budget" in status_text(task)
+    # And it stays readable in one answer under 5 MiB, with the artifacts that fit
     got, size = call(url, "GetTask", {"id": task["id"]})
-    assert size < MAX_ANSWER and 10 <= len(got["result"]["artifacts"]) < 20
+    assert size < MAX_ANSWER and len(got["result"].get("artifacts", [])) == kept
 
 
 # ---------------------------------------------------------------- ListTasks over many large tasks
@@ -164,3 +169,113 @@ def test_list_tasks_with_artifacts_pages_by_size(local_runtime: LocalRuntime, ag
         if not token:
             break
     assert sorted(seen) == sorted(ids)
+
+
+# ---------------------------------------------------------------- both stores keep the same budget
+BUDGET = 700 * KB
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(request: pytest.FixtureRequest, local_runtime: LocalRuntime) -> TaskStore:
+    if request.param == "memory":
+        return InMemoryTaskStore(max_task_bytes=BUDGET)
+    assert local_runtime.stack is not None
+    return DynamoTaskStore(local_runtime.aws.client("dynamodb"), local_runtime.stack.table_name, BUDGET)
+
+
+def working(store: TaskStore, metadata: dict[str, Any] | None = None) -> tuple[str, Owner]:
+    owner = Owner(subject=f"size-{uuid.uuid4()}", agent="echo")
+    message = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text="hi")])
+    record, _ = store.create_turn(NewTurn(owner, f"ctx-{uuid.uuid4()}", message, metadata))
+    store.set_status(record.task_id, TaskStatus(state=TaskState.WORKING), expect={TaskState.SUBMITTED})
+    return record.task_id, owner
+
+
+def agent_message(text: str) -> Message:
+    return Message(message_id=str(uuid.uuid4()), role=Role.AGENT, parts=[Part(text=text)])
+
+
+def test_stores_refuse_output_past_the_budget_and_write_nothing(store: TaskStore) -> None:
+    # Given a working task holding three artifacts of 200 KB
+    task_id, _ = working(store)
+    for name in ("a", "b", "c"):
+        store.put_artifact(task_id, Artifact(artifact_id=name, parts=[Part(text="x" * (200 * KB))]))
+    # When a fourth would pass the 700 KB budget, or a 200 KB reply would
+    with pytest.raises(TooLarge, match="at most 716800 bytes"):
+        store.put_artifact(task_id, Artifact(artifact_id="d", parts=[Part(text="x" * (200 * KB))]))
+    reply = agent_message("y" * (200 * KB))
+    with pytest.raises(TooLarge):
+        store.set_status(task_id, TaskStatus(state=TaskState.COMPLETED, message=reply), expect={TaskState.WORKING},
+                         history=[reply])
+    # Then nothing of them was written
+    record = store.get(task_id)
+    assert record is not None and record.state == TaskState.WORKING
+    assert [a.artifact_id for a in record.artifacts] == ["a", "b", "c"] and len(record.history) == 1
+    # And a rewrite counts only its new size, so a smaller "a" makes room for the reply
+    store.put_artifact(task_id, Artifact(artifact_id="a", parts=[Part(text="small")]))
+    store.set_status(task_id, TaskStatus(state=TaskState.COMPLETED, message=reply), expect={TaskState.WORKING},
+                     history=[reply])
+    # And the Runtime's own closing message is never refused
+    closing = agent_message("z" * (200 * KB))
+    store.set_status(task_id, TaskStatus(state=TaskState.FAILED, message=closing),
+                     expect={TaskState.COMPLETED}, history=[closing], enforce_budget=False)
+
+
+def test_stores_bound_one_message_and_one_interaction(store: TaskStore) -> None:
+    task_id, _ = working(store)
+    huge = agent_message("h" * (300 * KB))
+    with pytest.raises(TooLarge, match="a message or artifact holds at most 262144 bytes"):
+        store.set_status(task_id, TaskStatus(state=TaskState.WORKING, message=huge), expect={TaskState.WORKING})
+    question = Interaction(interaction_id="q", kind="question", prompt="p" * (70 * KB))
+    with pytest.raises(TooLarge, match="an interaction"):
+        store.set_status(task_id, TaskStatus(state=TaskState.INPUT_REQUIRED), expect={TaskState.WORKING},
+                         interaction=question, interaction_seq=1)
+    record = store.get(task_id)
+    assert record is not None and record.state == TaskState.WORKING and record.status.message is None
+
+
+def test_stores_keep_room_for_the_agent_when_a_caller_answers(store: TaskStore) -> None:
+    # Given a task waiting on a question, holding 450 KB of artifacts
+    task_id, owner = working(store)
+    for name in ("a", "b"):
+        store.put_artifact(task_id, Artifact(artifact_id=name, parts=[Part(text="x" * (225 * KB))]))
+    store.journal_start(task_id, JournalEntry(seq=1, kind="interaction", name="question"))
+    question = Interaction(interaction_id="q", kind="question", prompt="Which?")
+    store.set_status(task_id, TaskStatus(state=TaskState.INPUT_REQUIRED), expect={TaskState.WORKING},
+                     interaction=question, interaction_seq=1)
+    answer = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text="v" * (200 * KB))])
+    # When the caller's 200 KB answer would leave less than 64 KiB of the 700 KB
+    with pytest.raises(TooLarge, match="a caller may fill 651264"):
+        store.answer_interaction(task_id, "q", {"value": "v"}, answer, TaskStatus(state=TaskState.WORKING), owner)
+    with pytest.raises(TooLarge):
+        store.append_history(task_id, [answer], None)
+    # Then the question is still open, and a shorter answer is taken
+    record = store.get(task_id)
+    assert record is not None and record.interaction is not None and len(record.history) == 1
+    short = answer.model_copy(update={"parts": [Part(text="short")]})
+    store.answer_interaction(task_id, "q", {"value": "short"}, short, TaskStatus(state=TaskState.WORKING), owner)
+
+
+def test_stores_keep_large_metadata_beside_a_large_status(store: TaskStore) -> None:
+    # Given 160 KB of metadata, when the task completes with a 250 KB reply
+    metadata = {"blob": "m" * (160 * KB)}
+    task_id, owner = working(store, metadata)
+    reply = agent_message("r" * (250 * KB))
+    store.set_status(task_id, TaskStatus(state=TaskState.COMPLETED, message=reply), expect={TaskState.WORKING},
+                     history=[reply])
+    # Then both read back whole, from GetTask's read and from a list
+    record = store.get(task_id)
+    assert record is not None and record.metadata == metadata and record.status.message == reply
+    page = store.list_tasks(owner, TaskQuery())
+    assert page.tasks[0].metadata == metadata and page.tasks[0].status.message == reply
+
+
+def test_stores_hand_out_a_token_after_each_listed_task(store: TaskStore) -> None:
+    _, owner = working(store)
+    for _ in range(2):
+        message = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text="hi")])
+        store.create_turn(NewTurn(owner, f"ctx-{uuid.uuid4()}", message))
+    page = store.list_tasks(owner, TaskQuery(page_size=3))
+    assert len(page.tokens) == 3 and page.next_page_token == ""
+    rest = store.list_tasks(owner, TaskQuery(page_size=3, page_token=page.tokens[0]))
+    assert [t.task_id for t in rest.tasks] == [t.task_id for t in page.tasks[1:]]
