@@ -29,7 +29,7 @@ class MemoryStack:
 def memory_stack(settings: Settings, registry: AgentRegistry | None = None) -> MemoryStack:
     """Composed as nylorun.wiring composes the AWS adapters; turns run synchronously when they start."""
     registry = registry or load_registry()
-    store, orchestrator, queue = InMemoryTaskStore(), InMemoryOrchestrator(), InMemoryContextQueue()
+    store, orchestrator, queue = InMemoryTaskStore(settings.max_task_bytes), InMemoryOrchestrator(), InMemoryContextQueue()
     scheduler = TurnScheduler(store, orchestrator, queue)
     orchestrator.attach(TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended))
     return MemoryStack(

@@ -47,6 +47,11 @@ class ContextMismatch(StoreError):
     pass
 
 
+class TooLarge(StoreError):
+    """A write would pass a size limit (`nylorun.limits`): one message, one interaction, or the task's budget.
+    Nothing was written; the message says which limit, in words a caller may read."""
+
+
 # ---------------------------------------------------------------- records
 @dataclass(frozen=True)
 class Owner:
@@ -105,6 +110,8 @@ class TaskPage:
     tasks: list[TaskRecord]
     next_page_token: str
     total_size: int
+    # tokens[i] resumes after tasks[i]: ListTasks ends a page early when its answer would grow too large.
+    tokens: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -179,12 +186,18 @@ class TaskStore(Protocol):
         interaction: Interaction | None = None,
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
+        enforce_budget: bool = True,
     ) -> TaskRecord:
         """Conditional status change (StateConflict unless the task is in one of `expect`). A terminal
-        status frees the context. `history` is appended; the open interaction is replaced."""
+        status frees the context. `history` is appended; the open interaction is replaced. TooLarge if the
+        status message or the interaction is too large, or `history` would pass the task's budget (unless
+        `enforce_budget=False`: the Runtime's own short closing message, counted but never refused). Returns
+        the task's new status, interaction and plan (history, artifacts and metadata are for `get`)."""
         ...
 
-    def put_artifact(self, task_id: str, artifact: Artifact) -> None: ...
+    def put_artifact(self, task_id: str, artifact: Artifact) -> None:
+        """Add or replace (same id) an artifact; TooLarge if it would pass the task's budget."""
+        ...
 
     def answer_interaction(
         self,
@@ -198,10 +211,14 @@ class TaskStore(Protocol):
     ) -> None:
         """Record the caller's answer exactly once, with the reply in history and the new status:
         StateConflict if the interaction is not the open one (unknown, already answered, or raced by another
-        answer); DuplicateMessage if the reply (its `retry_key`) was seen before."""
+        answer); DuplicateMessage if the reply (its `retry_key`) was seen before; TooLarge if the reply would
+        leave less than `CALLER_HEADROOM` of the task's budget."""
         ...
 
-    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None: ...
+    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+        """Append a caller's message (and the Runtime's note on it) without a state change; TooLarge as for
+        `answer_interaction`."""
+        ...
 
     def journal(self, task_id: str) -> dict[int, JournalEntry]: ...
 

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from nylorun.limits import CALLER_HEADROOM, DEFAULT_MAX_TASK_BYTES, MAX_STORED_JSON_BYTES
+
 AuthMode = Literal["jwt", "dev", "none"]
 
 
@@ -52,6 +54,12 @@ class Settings(BaseModel):
     fetch_http_hosts: list[str] = Field(default_factory=list)
     # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    # What one task's history and artifacts may hold (nylorun.limits): at least one largest message and the
+    # room kept for the agent; at most 4 MiB, so a whole task with its status and metadata is one answer
+    # under 5 MiB (Lambda: 6 MB response payload).
+    max_task_bytes: int = Field(
+        default=DEFAULT_MAX_TASK_BYTES, ge=MAX_STORED_JSON_BYTES + CALLER_HEADROOM, le=DEFAULT_MAX_TASK_BYTES
+    )
     # How long a turn waits for a person's answer before the task fails (7 days by default).
     interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
     documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
@@ -115,6 +123,7 @@ class Settings(BaseModel):
             "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
             "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",
+            "max_task_bytes": "NYLORUN_MAX_TASK_BYTES",
             "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
             "documentation_url": "NYLORUN_DOCUMENTATION_URL",
             "icon_url": "NYLORUN_ICON_URL",

@@ -16,8 +16,8 @@ from nylorun.adapters.dynamodb import DynamoTaskStore
 from nylorun.adapters.eventbridge import EventBridgeBus
 from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
-from nylorun.adapters.webhooks import WebhookSender
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
+from nylorun.adapters.webhooks import WebhookSender
 from nylorun.engine.agent import AgentRegistry, load_registry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
@@ -42,7 +42,7 @@ class Runtime:
 
     @cached_property
     def store(self) -> DynamoTaskStore:
-        return DynamoTaskStore(self.client("dynamodb"), self.settings.table_name)
+        return DynamoTaskStore(self.client("dynamodb"), self.settings.table_name, self.settings.max_task_bytes)
 
     @cached_property
     def orchestrator(self) -> StepFunctionsOrchestrator:

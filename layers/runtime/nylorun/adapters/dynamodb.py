@@ -1,7 +1,9 @@
 """The task store on one DynamoDB table (keys and indexes declared in template.yaml, `TasksTable`).
 
 Items (PK / SK):
-    TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters, GSI keys
+    TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters, GSI keys,
+                                     metadata when small, `contentBytes` (history + artifacts, the size budget)
+    TASK#<task>      META            the task's metadata when larger than INLINE_METADATA_BYTES (written once)
     TASK#<task>      MSG#<seq:08>    one history message (wire JSON)
     TASK#<task>      ART#<artifact>  one artifact (wire JSON) and its order
     CTX#<agent>#<subject-key>#<context>  CTX    the context: turn counter, active task
@@ -13,6 +15,11 @@ Items (PK / SK):
 Indexes (ListTasks): `BySubject` (GSI1PK = agent#subject-key, GSI1SK = statusTimestamp#task) and
 `ByContext` (GSI2PK = agent#subject-key#context, GSI2SK as GSI1SK), both newest status first.
 Every write that can race is conditional; task writes carry a version.
+
+Sizes (DynamoDB: 400 KB an item; see nylorun.limits): a message or an artifact is at most 256 KiB of JSON in
+its own item; the task item holds one status message (256 KiB at most), the open interaction (64 KiB), the
+plan (20 short steps) and at most 16 KiB of metadata, so a caller's metadata and an agent's reply never meet
+in one item past the limit.
 """
 
 from __future__ import annotations
@@ -29,6 +36,15 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from nylorun.limits import (
+    CALLER_HEADROOM,
+    DEFAULT_MAX_TASK_BYTES,
+    KIB,
+    check_status,
+    checked_bytes,
+    grown,
+    stored_bytes,
+)
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
@@ -59,6 +75,8 @@ _ser = TypeSerializer()
 _de = TypeDeserializer()
 TASK_ID_NAMESPACE = uuid.UUID("6f1c2a8e-7f0b-4d0e-9a51-2b7d4c7e9a10")
 BY_SUBJECT, BY_CONTEXT = "BySubject", "ByContext"
+# DynamoDB: 400 KB an item. Larger metadata (up to 256 KiB) leaves the task item for its own META item.
+INLINE_METADATA_BYTES = 16 * KIB
 
 
 def subject_key(subject: str) -> str:
@@ -88,10 +106,17 @@ def _is(exc: ClientError, code: str) -> bool:
     return bool(exc.response.get("Error", {}).get("Code") == code)
 
 
+def _own_item_metadata(record: TaskRecord) -> str | None:
+    """The task's metadata JSON when it is too large to share the task item with the status (else None)."""
+    metadata = json.dumps(record.metadata) if record.metadata else ""
+    return metadata if len(metadata) > INLINE_METADATA_BYTES else None
+
+
 class DynamoTaskStore:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES) -> None:
         self._db = client
         self._table = table_name
+        self._max_task_bytes = max_task_bytes
 
     # ------------------------------------------------------------------ keys
     @staticmethod
@@ -185,6 +210,7 @@ class DynamoTaskStore:
                             }
                         },
                     ]
+                    + self._metadata_items(record)
                 )
             except ClientError as exc:
                 if not _is(exc, "TransactionCanceledException"):
@@ -267,6 +293,7 @@ class DynamoTaskStore:
     def _task_item(self, record: TaskRecord, *, msg_seq: int) -> dict[str, Any]:
         owner_key = self._owner_key(record.owner)
         ts = record.status.timestamp or now_timestamp()
+        own_item = _own_item_metadata(record) is not None
         return _item(
             {
                 "PK": f"TASK#{record.task_id}",
@@ -279,16 +306,33 @@ class DynamoTaskStore:
                 "state": record.status.state.value,
                 "status": json.dumps(record.status.wire()),
                 "statusTs": ts,
-                "metadata": json.dumps(record.metadata) if record.metadata is not None else None,
+                "metadata": json.dumps(record.metadata) if record.metadata is not None and not own_item else None,
+                "metadataItem": own_item or None,
                 "version": record.version,
                 "msgSeq": msg_seq,
                 "artSeq": 0,
+                "contentBytes": sum(stored_bytes(m) for m in record.history),
                 "GSI1PK": owner_key,
                 "GSI1SK": f"{ts}#{record.task_id}",
                 "GSI2PK": f"{owner_key}#{record.context_id}",
                 "GSI2SK": f"{ts}#{record.task_id}",
             }
         )
+
+    def _metadata_items(self, record: TaskRecord) -> list[dict[str, Any]]:
+        """Metadata too large for the task item is its own item, written with the task and never changed."""
+        metadata = _own_item_metadata(record)
+        if metadata is None:
+            return []
+        item = _item({"PK": f"TASK#{record.task_id}", "SK": "META", "body": metadata})
+        return [{"Put": {"TableName": self._table, "Item": item}}]
+
+    def _spilled_metadata(self, record: TaskRecord, item: dict[str, Any]) -> TaskRecord:
+        """The task item's record with its metadata, read from the META item when it lives there."""
+        if item.get("metadataItem"):
+            meta = self._get(_item({"PK": f"TASK#{record.task_id}", "SK": "META"}))
+            record.metadata = json.loads(meta["body"]) if meta else None
+        return record
 
     def _message_item(self, task_id: str, seq: int, message: Message) -> dict[str, Any]:
         return _item({"PK": f"TASK#{task_id}", "SK": f"MSG#{seq:08d}", "body": json.dumps(message.wire())})
@@ -308,6 +352,9 @@ class DynamoTaskStore:
         if task is None:
             return None
         record = self._record(task)
+        meta = next((i for i in items if i["SK"] == "META"), None)
+        if meta is not None:
+            record.metadata = json.loads(meta["body"])
         record.history = [Message.model_validate_json(i["body"]) for i in items if i["SK"].startswith("MSG#")]
         arts = sorted((i for i in items if i["SK"].startswith("ART#")), key=lambda i: int(i["order"]))
         record.artifacts = [Artifact.model_validate_json(i["body"]) for i in arts]
@@ -402,12 +449,15 @@ class DynamoTaskStore:
                 break
             kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
         page_items = found[: query.page_size]
-        next_token = ""
-        if len(found) > query.page_size:
-            last = page_items[-1]
-            key = {k: last[k] for k in ("PK", "SK", pk_name, sk_name)}
-            next_token = self._encode_token(key, fingerprint_hex)
-        return TaskPage(tasks=[self._record(i) for i in page_items], next_page_token=next_token, total_size=total)
+        tokens = [
+            self._encode_token({k: i[k] for k in ("PK", "SK", pk_name, sk_name)}, fingerprint_hex) for i in page_items
+        ]
+        return TaskPage(
+            tasks=[self._spilled_metadata(self._record(i), i) for i in page_items],
+            next_page_token=tokens[-1] if len(found) > query.page_size else "",
+            total_size=total,
+            tokens=tokens,
+        )
 
     @staticmethod
     def _encode_token(key: dict[str, Any], fingerprint: str) -> str:
@@ -436,11 +486,15 @@ class DynamoTaskStore:
         interaction: Interaction | None = None,
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
+        enforce_budget: bool = True,
     ) -> TaskRecord:
+        check_status(status, interaction)
+        added = checked_bytes(history)
         for _ in range(8):
             head = self._head(task_id)
             if head is None or TaskState(head["state"]) not in expect:
                 raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes if enforce_budget else None)
             record = self._record(head)
             ts = status.timestamp or now_timestamp()
             status = status.model_copy(update={"timestamp": ts})
@@ -454,6 +508,7 @@ class DynamoTaskStore:
                 ":v": record.version,
                 ":one": 1,
                 ":seq": seq + len(history),
+                ":bytes": used,
             }
             sets = [
                 "#state = :state",
@@ -463,6 +518,7 @@ class DynamoTaskStore:
                 "GSI2SK = :k1",
                 "version = version + :one",
                 "msgSeq = :seq",
+                "contentBytes = :bytes",
             ]
             removes: list[str] = []
             if interaction is not None:
@@ -523,33 +579,56 @@ class DynamoTaskStore:
         raise StateConflict(f"task {task_id} kept changing")
 
     def put_artifact(self, task_id: str, artifact: Artifact) -> None:
-        # The artifact keeps the place it was first given; a rewrite (same id) replaces its content.
-        head = self._db.update_item(
-            TableName=self._table,
-            Key=self._task_key(task_id),
-            UpdateExpression="SET artSeq = artSeq + :one",
-            ConditionExpression="attribute_exists(PK)",
-            ExpressionAttributeValues=_item({":one": 1}),
-            ReturnValues="UPDATED_NEW",
-        )
-        order = int(_plain(head["Attributes"])["artSeq"])
-        self._db.update_item(
-            TableName=self._table,
-            Key=_item({"PK": f"TASK#{task_id}", "SK": f"ART#{artifact.artifact_id}"}),
-            UpdateExpression="SET body = :body, #order = if_not_exists(#order, :order)",
-            ExpressionAttributeNames={"#order": "order"},
-            ExpressionAttributeValues=_item({":body": json.dumps(artifact.wire()), ":order": order}),
-        )
+        """The artifact keeps the place it was first given; a rewrite (same id) replaces its content and its
+        share of the task's size. Conditional on the task's version, so the size it replaces is current."""
+        checked_bytes([artifact])
+        body = json.dumps(artifact.wire())
+        key = _item({"PK": f"TASK#{task_id}", "SK": f"ART#{artifact.artifact_id}"})
+        for _ in range(8):
+            head = self._head(task_id)
+            if head is None:
+                raise StateConflict(f"task {task_id} is gone")
+            old = self._get(key)
+            used = int(head.get("contentBytes", 0)) - (len(old["body"]) if old else 0)
+            order = int(head["artSeq"]) + 1
+            update = {
+                "TableName": self._table,
+                "Key": self._task_key(task_id),
+                "UpdateExpression": "SET artSeq = :order, contentBytes = :bytes, version = version + :one",
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": _item(
+                    {
+                        ":order": order,
+                        ":bytes": grown(used, len(body), self._max_task_bytes),
+                        ":one": 1,
+                        ":v": int(head["version"]),
+                    }
+                ),
+            }
+            item = {**key, **_item({"body": body, "order": int(old["order"]) if old else order})}
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[{"Update": update}, {"Put": {"TableName": self._table, "Item": item}}]
+                )
+                return
+            except ClientError as exc:
+                if not _is(exc, "TransactionCanceledException"):
+                    raise
+        raise StateConflict(f"task {task_id} kept changing")
 
     def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
         """Append messages (and optionally replace the status message, same state) without a state change."""
+        if status is not None:
+            check_status(status, None)
+        added = checked_bytes(messages)
         for _ in range(8):
             head = self._head(task_id)
             if head is None:
                 raise StateConflict(f"task {task_id} is gone")
             seq = int(head["msgSeq"])
-            values: dict[str, Any] = {":seq": seq + len(messages), ":v": int(head["version"]), ":one": 1}
-            expression = "SET msgSeq = :seq, version = version + :one"
+            used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes, reserve=CALLER_HEADROOM)
+            values: dict[str, Any] = {":seq": seq + len(messages), ":v": int(head["version"]), ":one": 1, ":b": used}
+            expression = "SET msgSeq = :seq, version = version + :one, contentBytes = :b"
             names: dict[str, str] = {}
             if status is not None:
                 expression += ", #status = :status"
@@ -597,6 +676,8 @@ class DynamoTaskStore:
         if open_interaction.interaction_id != interaction_id:
             raise StateConflict("not the open interaction")
         seq = int(head["msgSeq"]) + 1
+        used = grown(int(head.get("contentBytes", 0)), checked_bytes([message]), self._max_task_bytes,
+                     reserve=CALLER_HEADROOM)
         ts = status.timestamp or now_timestamp()
         status = status.model_copy(update={"timestamp": ts})
         try:
@@ -607,8 +688,8 @@ class DynamoTaskStore:
                             "TableName": self._table,
                             "Key": self._task_key(task_id),
                             "UpdateExpression": "SET #state = :state, #status = :status, statusTs = :ts, "
-                            "GSI1SK = :k, GSI2SK = :k, msgSeq = :seq, version = version + :one "
-                            "REMOVE interaction, interactionSeq",
+                            "GSI1SK = :k, GSI2SK = :k, msgSeq = :seq, version = version + :one, "
+                            "contentBytes = :b REMOVE interaction, interactionSeq",
                             "ConditionExpression": "version = :v",
                             "ExpressionAttributeNames": {"#state": "state", "#status": "status"},
                             "ExpressionAttributeValues": _item(
@@ -620,6 +701,7 @@ class DynamoTaskStore:
                                     ":seq": seq,
                                     ":v": int(head["version"]),
                                     ":one": 1,
+                                    ":b": used,
                                 }
                             ),
                         }

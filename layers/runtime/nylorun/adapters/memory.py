@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from nylorun.adapters.dynamodb import derive_task_id
 from nylorun.engine.runner import TurnRunner
+from nylorun.limits import (
+    CALLER_HEADROOM,
+    DEFAULT_MAX_TASK_BYTES,
+    check_status,
+    checked_bytes,
+    grown,
+    stored_bytes,
+)
 from nylorun.ports import (
     ContextBusy,
     ContextQueue,
@@ -57,6 +65,7 @@ class _Task:
     record: TaskRecord
     status_ts: str  # ListTasks orders by this; a reminder that keeps the state does not move it
     interaction_seq: int | None = None
+    content_bytes: int = 0  # history and artifacts, as stored (the task's size budget)
     journal: dict[int, JournalEntry] = field(default_factory=dict)
     wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
 
@@ -84,7 +93,8 @@ def _copy(record: TaskRecord, *, with_content: bool = True) -> TaskRecord:
 class InMemoryTaskStore:
     """The `TaskStore` port in one process's memory; thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES) -> None:
+        self._max_task_bytes = max_task_bytes
         self._lock = threading.RLock()
         self._tasks: dict[str, _Task] = {}
         self._contexts: dict[tuple[Owner, str], _Context] = {}
@@ -122,7 +132,7 @@ class InMemoryTaskStore:
                 metadata=new.metadata,
                 version=1,
             )
-            self._tasks[task_id] = _Task(record=record, status_ts=ts)
+            self._tasks[task_id] = _Task(record=record, status_ts=ts, content_bytes=stored_bytes(message))
             self._messages[(new.owner, new.dedupe_key)] = task_id
             return _copy(record), not busy
 
@@ -204,12 +214,13 @@ class InMemoryTaskStore:
             )
             rest = [t for t in matches if start is None or t.sort_key < start]
             page = rest[: query.page_size]
-            token = _encode_token(page[-1].sort_key, fingerprint) if len(rest) > query.page_size else ""
+            tokens = [_encode_token(t.sort_key, fingerprint) for t in page]
             # Like the index: tasks without their history and artifacts (GetTask reads those).
             return TaskPage(
                 tasks=[_copy(t.record, with_content=False) for t in page],
-                next_page_token=token,
+                next_page_token=tokens[-1] if len(rest) > query.page_size else "",
                 total_size=len(matches),
+                tokens=tokens,
             )
 
     # ------------------------------------------------------------------ writes
@@ -223,11 +234,15 @@ class InMemoryTaskStore:
         interaction: Interaction | None = None,
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
+        enforce_budget: bool = True,
     ) -> TaskRecord:
+        check_status(status, interaction)
+        added = checked_bytes(history)
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None or task.record.state not in expect:
                 raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes if enforce_budget else None)
             record = task.record
             ts = status.timestamp or now_timestamp()
             record.status = status.model_copy(update={"timestamp": ts})
@@ -245,8 +260,13 @@ class InMemoryTaskStore:
 
     def put_artifact(self, task_id: str, artifact: Artifact) -> None:
         """An artifact keeps the place it was first given; a rewrite (same id) replaces its content."""
+        size = checked_bytes([artifact])
         with self._lock:
-            record = self._task(task_id).record
+            task = self._task(task_id)
+            record = task.record
+            old = sum(stored_bytes(a) for a in record.artifacts if a.artifact_id == artifact.artifact_id)
+            task.content_bytes = grown(task.content_bytes - old, size, self._max_task_bytes)
+            record.version += 1  # as the DynamoDB store: every write of the task's size is versioned
             ids = [a.artifact_id for a in record.artifacts]
             if artifact.artifact_id in ids:
                 record.artifacts = [
@@ -257,8 +277,12 @@ class InMemoryTaskStore:
 
     def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
         """Append messages, optionally replacing the status (same state): the task keeps its place in lists."""
+        if status is not None:
+            check_status(status, None)
+        added = checked_bytes(messages)
         with self._lock:
             task = self._task(task_id)
+            task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes, reserve=CALLER_HEADROOM)
             task.record.history = [*task.record.history, *messages]
             if status is not None:
                 task.record.status = status
@@ -282,6 +306,7 @@ class InMemoryTaskStore:
                 raise StateConflict("no open interaction")
             if task.record.interaction.interaction_id != interaction_id:
                 raise StateConflict("not the open interaction")
+            used = grown(task.content_bytes, checked_bytes([message]), self._max_task_bytes, reserve=CALLER_HEADROOM)
             if (owner, retry_key) in self._messages:
                 raise DuplicateMessage(task_id)
             entry = task.journal.get(task.interaction_seq or 0)
@@ -294,6 +319,7 @@ class InMemoryTaskStore:
             record.history = [*record.history, message]
             record.interaction, task.interaction_seq = None, None
             record.version += 1
+            task.content_bytes = used
             task.journal[entry.seq] = dataclasses.replace(entry, answer=answer, finished=True)
             self._messages[(owner, retry_key)] = task_id
 

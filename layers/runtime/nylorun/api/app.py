@@ -19,13 +19,14 @@ from collections.abc import Callable
 from email.utils import formatdate
 from typing import Any
 
-from nylorun.observability import logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
+from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
+from nylorun.observability import logger
 from nylorun.profile.card import A2A_PATH, agent_url, build_card
 from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
 from nylorun.protocol import jsonrpc
@@ -200,7 +201,7 @@ def _dispatch(
         return jsonrpc.success(request.id, handler(service, caller, request.params))
     except A2AError as exc:
         return jsonrpc.failure(request.id, exc)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any other error is -32603, logged
         # No stack trace reaches a caller; the log has it, with the request's method and task keys.
         logger.exception("unhandled error")
         return jsonrpc.failure(request.id, InternalError())
@@ -209,7 +210,14 @@ def _dispatch(
 
 
 def _answer(payload: dict[str, Any], headers: dict[str, str]) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), media_type=JSON_RPC_CONTENT, headers=headers)
+    body = json.dumps(payload, separators=(",", ":"))
+    if payload_bytes(body) > MAX_ANSWER_BYTES:
+        # Lambda: 6 MB response payload; we keep answers under 5 MiB. The service trims tasks and ListTasks
+        # pages to fit; this backstop catches the rest (an agent's huge direct reply, a huge request id).
+        logger.error("answer over 5 MiB refused", extra={"bytes": len(body)})
+        error = InternalError(f"The answer would be larger than {MAX_ANSWER_BYTES} bytes, the most this Runtime sends")
+        body = json.dumps(jsonrpc.failure(payload.get("id"), error), separators=(",", ":"))
+    return Response(body, media_type=JSON_RPC_CONTENT, headers=headers)
 
 
 def _is_json(content_type: str) -> bool:

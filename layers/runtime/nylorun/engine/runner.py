@@ -16,24 +16,24 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from nylorun.observability import logger, metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.turn import Finished, Interrupted, NonDeterministicAgent, OutcomeLost, Turn
+from nylorun.observability import logger, metrics
 from nylorun.ports import (
     JournalEntry,
     Owner,
     StateConflict,
     TaskRecord,
     TaskStore,
+    TooLarge,
     TurnCanceled,
     TurnOrchestrator,
 )
 from nylorun.profile.extensions import TELEMETRY, Telemetry, with_extension
-from nylorun.service.files import FileFetchFailed, FileService
 from nylorun.protocol.models import INTERRUPTED_STATES, Message, Part, Role, TaskState, TaskStatus
-
+from nylorun.service.files import FileFetchFailed, FileService
 
 ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 NOT_TERMINAL = frozenset({TaskState.SUBMITTED, TaskState.WORKING, *INTERRUPTED_STATES})
@@ -155,10 +155,11 @@ class TurnRunner:
         except OutcomeLost as lost:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
+            uncertain = turn.uncertain_message(lost.effect_id)
             self._safely(
                 lambda: self._store.set_status(
                     task_id,
-                    TaskStatus(state=TaskState.WORKING, message=turn.uncertain_message(lost.effect_id)),
+                    TaskStatus(state=TaskState.WORKING, message=uncertain),
                     expect={TaskState.WORKING},
                     plan=turn.plan_steps(),
                 )
@@ -174,7 +175,9 @@ class TurnRunner:
         except NonDeterministicAgent:
             logger.exception("agent is not deterministic on replay")
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
-        except Exception:
+        except TooLarge as large:
+            return self._too_large(task_id, large)
+        except Exception:  # noqa: BLE001 - any error of the agent's code ends its turn
             # The agent's own error: log it, never show it (no stack trace reaches a caller).
             logger.exception("agent raised")
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
@@ -183,15 +186,18 @@ class TurnRunner:
         reply = turn.outcome_message() or agent_text(record, "Done.")
         state = TaskState.REJECTED if turn.rejected else TaskState.COMPLETED
         reply = with_telemetry(turn.with_plan(reply), totals(journal, trace_id))
-        self._safely(
-            lambda: self._store.set_status(
-                task_id,
-                TaskStatus(state=state, message=reply),
-                expect={TaskState.WORKING},
-                history=[reply],
-                plan=turn.plan_steps(),
+        try:
+            self._safely(
+                lambda: self._store.set_status(
+                    task_id,
+                    TaskStatus(state=state, message=reply),
+                    expect={TaskState.WORKING},
+                    history=[reply],
+                    plan=turn.plan_steps(),
+                )
             )
-        )
+        except TooLarge as large:
+            return self._too_large(task_id, large)
         metrics.add_metric(name="TurnEnded", unit=MetricUnit.Count, value=1)
         self._on_ended(record.owner, record.context_id)
         return _ended()
@@ -216,6 +222,8 @@ class TurnRunner:
             )
         except StateConflict:
             return _ended()
+        except TooLarge as large:
+            return self._too_large(turn.task_id, large)
         metrics.add_metric(name="InteractionRequested", unit=MetricUnit.Count, value=1)
         return {"outcome": "interrupted", "interactionId": stop.interaction.interaction_id}
 
@@ -238,6 +246,12 @@ class TurnRunner:
         return {"outcome": "parked", "interactionId": interaction_id}
 
     # ------------------------------------------------------------------ ends
+    def _too_large(self, task_id: str, large: TooLarge) -> Outcome:
+        """The agent's output passed a size limit (nylorun.limits). A rerun would write the same output, so the
+        turn does not fail by retries: the task FAILS now, saying which limit, and keeps what fit."""
+        logger.warning("agent output over the size budget", extra={"limit": str(large)})
+        return self._end_failed(task_id, f"The agent's output exceeded the task's size budget: {large}.", ACTIVE)
+
     def _end_failed(self, task_id: str, text: str, expect: frozenset[TaskState]) -> Outcome:
         record = self._store.get(task_id)
         if record is None or record.state.terminal:
@@ -247,7 +261,11 @@ class TurnRunner:
         )
         self._safely(
             lambda: self._store.set_status(
-                task_id, TaskStatus(state=TaskState.FAILED, message=message), expect=expect, history=[message]
+                task_id,
+                TaskStatus(state=TaskState.FAILED, message=message),
+                expect=expect,
+                history=[message],
+                enforce_budget=False,  # the Runtime's own closing message: counted, never refused
             )
         )
         metrics.add_metric(name="TurnFailed", unit=MetricUnit.Count, value=1)

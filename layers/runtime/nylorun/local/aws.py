@@ -63,9 +63,9 @@ def invoke_registered(function_name: str, event: dict[str, Any]) -> tuple[Any, s
         return handler(event, LambdaContext(function_name)), None
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # Lambda reports the error type and message, never our stack to a caller
+    except Exception as exc:  # noqa: BLE001 - Lambda reports the error type and message, never our stack
         return {"errorType": type(exc).__name__, "errorMessage": str(exc)}, "Unhandled"
-    except BaseException:  # the process died mid-invocation (tests simulate crashes this way)
+    except BaseException:  # noqa: BLE001 - the process died mid-invocation (simulated crashes)
         return {"errorType": "Runtime.ExitError", "errorMessage": "Runtime exited"}, "Unhandled"
 
 
@@ -103,13 +103,16 @@ _dynamodb_patched = False
 
 
 def patch_moto_dynamodb() -> None:
-    """Two fixes to moto 5.2.5's DynamoDB for a server many threads write to at once (AWS needs neither):
+    """Fixes to moto 5.2.5's DynamoDB for a server many threads write to at once (AWS needs neither), and
+    one to its item size limit:
 
     * its request handling is not thread-safe (a transaction deep-copies the table while another request
       writes it: "dictionary changed size during iteration"), so DynamoDB requests are serialized;
     * for its rollback, every transaction deep-copies each table it touches — every item and every stream
       record ever written — so transactions slow down as the table grows. Under the lock, a snapshot of just
-      the items the transaction names (and the stream's length) restores the same state on failure.
+      the items the transaction names (and the stream's length) restores the same state on failure;
+    * an update that replaces an attribute counts the old value and the new one against the 400 KB item limit;
+      AWS limits the item as written, so the value replaced no longer counts.
     """
     global _dynamodb_patched
     with _installed:
@@ -170,6 +173,21 @@ def patch_moto_dynamodb() -> None:
                 return original_call(self)
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+        from moto.dynamodb.models.dynamo_type import LimitedSizeDict
+
+        original_setitem = LimitedSizeDict.__setitem__
+
+        def setitem(self: Any, key: str, value: Any) -> None:
+            old = dict.pop(self, key, None)
+            try:
+                original_setitem(self, key, value)
+            except Exception:
+                if old is not None:
+                    dict.__setitem__(self, key, old)
+                raise
+
+        LimitedSizeDict.__setitem__ = setitem  # type: ignore[method-assign]
 
         # moto's FIFO receive releases a visible-again message only as its loop reaches it, while the other
         # visible-again messages of its group still count as in flight: it skips them and delivers a later

@@ -5,6 +5,7 @@ authenticated as, and the Agent it called). It speaks to ports only; the JSON-RP
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import time
 import uuid
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.runner import NOT_TERMINAL, agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.turn import core_text
+from nylorun.limits import ANSWER_BUDGET, MAX_STORED_JSON_BYTES, answer_bytes, fit_task
 from nylorun.observability import logger
 from nylorun.ports import (
     ContextBusy,
@@ -29,6 +31,7 @@ from nylorun.ports import (
     TaskQuery,
     TaskRecord,
     TaskStore,
+    TooLarge,
     TurnOrchestrator,
 )
 from nylorun.profile.extensions import (
@@ -74,9 +77,8 @@ from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
 JsonObject = dict[str, Any]
-# A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB; a request body may be
-# up to `max_request_bytes` (4 MiB). Larger content travels as `url` parts (files/v1).
-MAX_STORED_JSON_BYTES = 256 * 1024
+# A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB (MAX_STORED_JSON_BYTES); a
+# request body may be up to `max_request_bytes` (4 MiB). Larger content travels as `url` parts (files/v1).
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,8 @@ class A2AService:
             )
         except DuplicateMessage:
             return self._store.get(record.task_id) or record
+        except TooLarge as large:
+            raise _over_budget(large) from None
         except StateConflict:
             raise InvalidParamsError(
                 "Unknown or already answered interactionId",
@@ -308,11 +312,14 @@ class A2AService:
         )
         metadata, extensions = with_extension(None, None, INTERACTIONS, interaction)
         reminder = reminder.model_copy(update={"metadata": metadata, "extensions": extensions})
-        self._store.append_history(
-            record.task_id,
-            [message.model_copy(update={"task_id": record.task_id}), reminder],
-            TaskStatus(state=record.state, message=reminder, timestamp=record.status.timestamp),
-        )
+        try:
+            self._store.append_history(
+                record.task_id,
+                [message.model_copy(update={"task_id": record.task_id}), reminder],
+                TaskStatus(state=record.state, message=reminder, timestamp=record.status.timestamp),
+            )
+        except TooLarge as large:
+            raise _over_budget(large) from None
         return self._store.get(record.task_id) or record
 
     # ================================================================== GetTask / ListTasks
@@ -335,17 +342,24 @@ class A2AService:
             raise InvalidParamsError(str(exc), field_violations=[("pageToken", str(exc))]) from None
         # Decision: ListTasks sends no history unless historyLength asks for it (cheap lists by default).
         history_length = request.history_length or 0
-        tasks = []
-        for head in page.tasks:
+        tasks: list[Task] = []
+        next_page_token, size = page.next_page_token, 0
+        for index, head in enumerate(page.tasks):
             record = head
             if history_length or request.include_artifacts:
                 record = self._store.get(head.task_id) or head
-            task = self._render(caller, record, history_length)
             if not request.include_artifacts:
-                task = task.model_copy(update={"artifacts": None})  # A2A §4: omit, not []
+                record = dataclasses.replace(record, artifacts=[])  # A2A §4: omitted, not []
+            task = self._render(caller, record, history_length)
+            size += answer_bytes(task.wire()) + 1
+            if tasks and size > ANSWER_BUDGET:
+                # Lambda: 6 MB response payload; we keep answers under 5 MiB. The page ends before the task
+                # that would pass it, and its token resumes there (pageSize is a most, not a promise).
+                next_page_token = page.tokens[index - 1]
+                break
             tasks.append(task)
         return ListTasksResponse(
-            tasks=tasks, next_page_token=page.next_page_token, page_size=page_size, total_size=page.total_size
+            tasks=tasks, next_page_token=next_page_token, page_size=page_size, total_size=page.total_size
         ).wire()
 
     # ================================================================== CancelTask
@@ -364,6 +378,7 @@ class A2AService:
                 TaskStatus(state=TaskState.CANCELED, message=message),
                 expect=NOT_TERMINAL,
                 history=[message],
+                enforce_budget=False,  # a task at its budget can still be canceled
             )
         except StateConflict:
             raise TaskNotCancelableError(f"Task {record.task_id} ended before it could be canceled") from None
@@ -478,7 +493,8 @@ class A2AService:
             history=history or None,
             metadata=record.metadata,
         )
-        return visible(task, caller.extensions)
+        # Lambda: 6 MB response payload; we keep answers under 5 MiB (nylorun.limits.fit_task).
+        return fit_task(visible(task, caller.extensions))
 
 
 def _acted_on(record: TaskRecord, message_id: str) -> bool:
@@ -515,6 +531,15 @@ def _read_answer(message: Message) -> InteractionAnswer | None:
             field_violations=[("message.extensions", f"Must list {INTERACTIONS}.")],
         )
     return answer
+
+
+def _over_budget(large: TooLarge) -> InvalidParamsError:
+    """A caller's message the task has no room for: refused, nothing written (README "Limits")."""
+    return InvalidParamsError(
+        f"message would pass the task's size budget: {large}. Start a new task in this context, or send large "
+        "content as a url part",
+        field_violations=[("message", f"Over the task's size budget: {large}.")],
+    )
 
 
 def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
