@@ -246,14 +246,18 @@ def test_stores_keep_room_for_the_agent_when_a_caller_answers(store: TaskStore) 
     answer = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text="v" * (200 * KB))])
     # When the caller's 200 KB answer would leave less than 64 KiB of the 700 KB
     with pytest.raises(TooLarge, match="a caller may fill 651264"):
-        store.answer_interaction(task_id, "q", {"value": "v"}, answer, TaskStatus(state=TaskState.WORKING), owner)
+        store.answer_interaction(
+            task_id, "q", {"value": "v"}, answer, TaskStatus(state=TaskState.WORKING), owner, answer.retry_key()
+        )
     with pytest.raises(TooLarge):
         store.append_history(task_id, [answer], None)
     # Then the question is still open, and a shorter answer is taken
     record = store.get(task_id)
     assert record is not None and record.interaction is not None and len(record.history) == 1
     short = answer.model_copy(update={"parts": [Part(text="short")]})
-    store.answer_interaction(task_id, "q", {"value": "short"}, short, TaskStatus(state=TaskState.WORKING), owner)
+    store.answer_interaction(
+        task_id, "q", {"value": "short"}, short, TaskStatus(state=TaskState.WORKING), owner, short.retry_key()
+    )
 
 
 def test_stores_keep_large_metadata_beside_a_large_status(store: TaskStore) -> None:
