@@ -264,6 +264,7 @@ def test_an_agents_lone_surrogates_are_recorded_as_replacement_characters(
         "taskId": task["id"],
         "role": "ROLE_USER",
         "parts": [{"text": "ok"}],
+        "extensions": ["https://docs.nylorun.com/a2a/interactions/v1"],
         "metadata": {
             "https://docs.nylorun.com/a2a/interactions/v1": {
                 "interactionId": interaction["interactionId"],
