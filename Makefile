@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test reliability bench build validate lint typecheck clean
+.PHONY: run test unit reliability bench build validate lint typecheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands 
 test: $(STAMP)  ## Static checks of the template and state machines, then every test
 	$(VENV)/bin/cfn-lint template.yaml
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+unit: $(STAMP)  ## The unit tier alone: in-memory adapters and plain objects, no moto, no HTTP (seconds)
+	$(PY) -m pytest tests/unit -q
 
 reliability: $(STAMP)  ## Fuzzing, crash injection, isolation, push faults, duplicate deliveries (also in `make test`)
 	$(PY) -m pytest tests/reliability $(PYTEST_ARGS)

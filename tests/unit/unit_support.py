@@ -1,0 +1,116 @@
+"""Small shared pieces of the unit tier: the Runtime composed on the in-memory adapters (no AWS, no HTTP, no
+threads: a turn runs in the caller's thread when it starts), agents built per test, and callers' messages.
+
+Imported by name (`from unit_support import ...`); a module name no other tests folder uses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from nylorun.adapters.memory import InMemoryContextQueue, InMemoryOrchestrator, InMemoryTaskStore
+from nylorun.engine.agent import Agent, AgentRegistry, Skill, TurnFunction
+from nylorun.engine.runner import TurnRunner
+from nylorun.ports import Owner, TaskRecord
+from nylorun.profile.extensions import INTERACTIONS, PROFILE_EXTENSIONS
+from nylorun.protocol.models import Message, Part, Role, SendMessageRequest, TaskState
+from nylorun.service.a2a import A2AService, Caller
+from nylorun.service.scheduler import TurnScheduler
+from nylorun.settings import Settings
+
+SUBJECT = "alice"
+AGENT = "unit"
+OWNER = Owner(subject=SUBJECT, agent=AGENT)
+# A typed client: every profile extension activated (what it sees is all the Runtime stored).
+TYPED = Caller(subject=SUBJECT, agent=AGENT, extensions=tuple(PROFILE_EXTENSIONS))
+CORE = Caller(subject=SUBJECT, agent=AGENT)  # a core-tier client: nothing activated
+
+
+def agent_of(run: TurnFunction, name: str = AGENT) -> Agent:
+    agent = Agent(name=name, description="A unit-test agent.", skills=[Skill(id="s", name="S", description="S.")])
+    agent.turn(run)
+    return agent
+
+
+class Calls:
+    """What an effect function saw: every idempotency key it was called with, in order."""
+
+    def __init__(self, result: Any = "done") -> None:
+        self.keys: list[str] = []
+        self.result = result
+
+    def __call__(self, key: str) -> Any:
+        self.keys.append(key)
+        return self.result
+
+
+@dataclass
+class Runtime:
+    """The service, the runner and the scheduler over one in-memory store, composed as nylorun.wiring does."""
+
+    store: InMemoryTaskStore
+    orchestrator: InMemoryOrchestrator
+    queue: InMemoryContextQueue
+    scheduler: TurnScheduler
+    runner: TurnRunner
+    service: A2AService
+    settings: Settings = field(default_factory=Settings)
+
+    def send(self, text: str = "hello", caller: Caller = TYPED, **message: Any) -> dict[str, Any]:
+        """SendMessage as a caller sends it. The in-memory turn has run by the time it answers; the blocking
+        wait (a2aWaitMs 0) reads the task once more, so the answer shows where the turn stopped."""
+        request = SendMessageRequest.model_validate({"message": user_message(text, **message)})
+        return dict(self.service.send_message(caller, request)["task"])
+
+    def record(self, task_id: str) -> TaskRecord:
+        record = self.store.get(task_id)
+        assert record is not None
+        return record
+
+
+def runtime(*agents: Agent, store: InMemoryTaskStore | None = None) -> Runtime:
+    store = store or InMemoryTaskStore()
+    orchestrator, queue = InMemoryOrchestrator(), InMemoryContextQueue()
+    scheduler = TurnScheduler(store, orchestrator, queue)
+    registry = AgentRegistry(agents)
+    runner = TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended)
+    orchestrator.attach(runner)
+    settings = Settings(a2a_wait_ms=0, auth="none")
+    service = A2AService(store, orchestrator, registry, settings, scheduler, sleep=lambda _: None)
+    return Runtime(store, orchestrator, queue, scheduler, runner, service, settings)
+
+
+def user_message(text: str = "hello", **fields: Any) -> dict[str, Any]:
+    return {"messageId": f"m-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": text}], **fields}
+
+
+def answer(task: dict[str, Any], interaction_id: str | None = None, **payload: Any) -> dict[str, Any]:
+    """The interactions/v1 reply to a task's open interaction, as a typed client sends it."""
+    interaction_id = interaction_id or open_interaction(task)["interactionId"]
+    return {
+        "taskId": task["id"],
+        "metadata": {INTERACTIONS: {"interactionId": interaction_id, **payload}},
+        "extensions": [INTERACTIONS],
+    }
+
+
+def open_interaction(task: dict[str, Any]) -> dict[str, Any]:
+    return dict(task["status"]["message"]["metadata"][INTERACTIONS])
+
+
+def status_text(task: dict[str, Any]) -> str:
+    return "\n".join(p.get("text", "") for p in task["status"]["message"]["parts"])
+
+
+def state(task: dict[str, Any]) -> TaskState:
+    return TaskState(task["status"]["state"])
+
+
+def agent_texts(record: TaskRecord) -> list[str]:
+    return [m.text() for m in record.history if m.role == Role.AGENT]
+
+
+def message(text: str) -> Message:
+    return Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text=text)])
