@@ -1,0 +1,247 @@
+"""Push delivery (service/push.py): what a receiver gets and what an operator finds in the dead-letter queue.
+2xx delivers; 410 disables the config; other 4xx and 3xx are dead-lettered at once; 429, 5xx and network
+errors are retried with jittered exponential backoff (Retry-After honoured) until 24 hours after the first
+attempt, then dead-lettered. A fake clock, a fake sender and a fake queue: no HTTP, no SQS."""
+
+from __future__ import annotations
+
+import json
+import time
+from email.utils import formatdate
+from typing import Any
+
+import pytest
+from nylorun.adapters.memory import InMemoryTaskStore
+from nylorun.adapters.webhooks import AddressRefused, HttpResult
+from nylorun.events import STATUS_CHANGED
+from nylorun.ports import StoredPushConfig
+from nylorun.profile.extensions import INTERACTIONS
+from nylorun.protocol.models import TaskPushNotificationConfig
+from nylorun.service import push as push_module
+from nylorun.service.push import Delivery, Outcome, PushService
+from nylorun.settings import Settings
+from standardwebhooks.webhooks import Webhook
+
+SECRET = "whsec_" + "dW5pdC10ZXN0LXNlY3JldC1mb3Itbnlsb3J1bi0zMg=="
+DAY = 24 * 3600
+T0 = 1_800_000_000.0  # the first attempt (a fixed instant: the clock is ours)
+STATUS = {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+
+
+class Receiver:
+    """The sender: answers each POST with the next scripted response (an HttpResult, or an exception to raise)."""
+
+    def __init__(self, *answers: HttpResult | Exception) -> None:
+        self.answers = list(answers)
+        self.posts: list[tuple[str, bytes, dict[str, str]]] = []
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+        self.posts.append((url, body, headers))
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+class Queue:
+    def __init__(self) -> None:
+        self.sent: list[Delivery] = []
+        self.dead: list[tuple[Delivery, str]] = []
+
+    def send_delivery(self, delivery: Delivery) -> None:
+        self.sent.append(delivery)
+
+    def dead_letter(self, delivery: Delivery, reason: str) -> None:
+        self.dead.append((delivery, reason))
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def http(status: int, **headers: str) -> HttpResult:
+    return HttpResult(status=status, headers=headers)
+
+
+def push_setup(
+    *answers: HttpResult | Exception, clock: Clock | None = None, **settings: Any
+) -> tuple[PushService, InMemoryTaskStore, Receiver, Queue]:
+    """A task t1 with one push config `cfg` (core tier), and the service that delivers to it."""
+    store, receiver, queue = InMemoryTaskStore(), Receiver(*answers), Queue()
+    config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook", token="tok-1")
+    store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z"))
+    service = PushService(store, receiver, queue, Settings(push_secret=SECRET, **settings), [SECRET],
+                          clock=clock or Clock())
+    return service, store, receiver, queue
+
+
+def delivery(payload: dict[str, Any] = STATUS, event_id: str = "ev-1") -> Delivery:
+    return Delivery(event_id=event_id, task_id="t1", config_id="cfg", kind="statusUpdate", payload=payload,
+                    first_attempt_at=T0)
+
+
+def test_a_2xx_delivers_a_signed_status_update_the_receiver_can_verify() -> None:
+    # Given a receiver that accepts (its clock and ours agree: the signature carries the time)
+    service, _, receiver, queue = push_setup(http(204), clock=Clock(time.time()))
+    # When one status change is delivered
+    result = service.deliver(delivery(), attempt=1)
+    # Then it is delivered once, signed with the Runtime's secret, with the config's token
+    assert result.outcome == Outcome.DELIVERED and queue.dead == []
+    url, body, headers = receiver.posts[0]
+    assert url == "https://receiver.example/hook" and headers["X-A2A-Notification-Token"] == "tok-1"
+    assert Webhook(SECRET).verify(body, headers) == {"statusUpdate": STATUS}
+
+
+def test_a_delivery_keeps_its_webhook_id_across_retries_so_receivers_can_drop_duplicates() -> None:
+    # Given a receiver that fails once, then accepts
+    service, _, receiver, _ = push_setup(http(503), http(200))
+    # When the delivery is tried twice, and another event is delivered
+    outcomes = [service.deliver(delivery(), attempt=1).outcome, service.deliver(delivery(), attempt=2).outcome]
+    service.deliver(delivery(event_id="ev-2"), attempt=1)
+    # Then both tries carry one webhook-id, and the other event another
+    ids = [headers["webhook-id"] for _, _, headers in receiver.posts]
+    assert outcomes == [Outcome.RETRY, Outcome.DELIVERED]
+    assert ids[0] == ids[1] != ids[2]
+
+
+def test_a_receiver_sees_only_the_extensions_the_config_creator_activated() -> None:
+    # Given a status message carrying interactions/v1 data, and a config made by a core-tier caller
+    service, _, receiver, _ = push_setup(http(200))
+    message = {"messageId": "a1", "role": "ROLE_AGENT", "parts": [{"text": "Approve?"}],
+               "metadata": {INTERACTIONS: {"interactionId": "ia-1"}}, "extensions": [INTERACTIONS]}
+    payload = {**STATUS, "status": {"state": "TASK_STATE_AUTH_REQUIRED", "message": message}}
+    # When it is delivered
+    service.deliver(delivery(payload), attempt=1)
+    # Then the receiver gets the text, not the extension data
+    sent = json.loads(receiver.posts[0][1])["statusUpdate"]["status"]["message"]
+    assert sent["parts"] == [{"text": "Approve?"}] and "metadata" not in sent and "extensions" not in sent
+
+
+def test_410_gone_removes_the_config_and_later_deliveries_to_it_are_dropped() -> None:
+    # Given a receiver that is gone for good
+    service, store, receiver, queue = push_setup(http(410))
+    # When a delivery gets 410, and another event follows
+    first = service.deliver(delivery(), attempt=1)
+    later = service.deliver(delivery(event_id="ev-2"), attempt=1)
+    # Then the config is removed (not dead-lettered), and nothing more is posted to it
+    assert (first.outcome, later.outcome) == (Outcome.DISABLED, Outcome.DROPPED)
+    assert store.list_push_configs("t1") == [] and queue.dead == []
+    assert len(receiver.posts) == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 301, 302, 307])
+def test_other_4xx_and_3xx_are_dead_lettered_at_once_and_the_config_stays(status: int) -> None:
+    # Given a receiver that refuses (or redirects, which is never followed)
+    service, store, receiver, queue = push_setup(http(status, location="https://elsewhere.example/"))
+    # When a delivery gets that answer
+    result = service.deliver(delivery(), attempt=1)
+    # Then it is dead-lettered with the status as reason, after one post; the config is kept
+    assert result.outcome == Outcome.GAVE_UP
+    assert [(d.event_id, reason) for d, reason in queue.dead] == [("ev-1", f"HTTP {status}")]
+    assert len(receiver.posts) == 1 and len(store.list_push_configs("t1")) == 1
+
+
+@pytest.mark.parametrize(
+    "failure", [http(429), http(500), http(502), http(503), ConnectionError("reset"), TimeoutError("slow")]
+)
+def test_429_5xx_and_network_errors_are_retried_not_dead_lettered(failure: HttpResult | Exception) -> None:
+    service, _, _, queue = push_setup(failure)
+    result = service.deliver(delivery(), attempt=1)
+    assert result.outcome == Outcome.RETRY and result.delay_seconds >= 1 and queue.dead == []
+
+
+def test_an_address_the_runtime_may_not_reach_is_dead_lettered_without_retries() -> None:
+    service, _, _, queue = push_setup(AddressRefused("10.0.0.1 is private"))
+    assert service.deliver(delivery(), attempt=1).outcome == Outcome.GAVE_UP
+    assert queue.dead[0][1].startswith("refused")
+
+
+def test_retry_after_in_seconds_is_honoured() -> None:
+    # Given a receiver asking to wait 2 minutes (more than the first backoff, 30 s at most)
+    service, _, _, _ = push_setup(http(503, **{"retry-after": "120"}))
+    # Then the next attempt waits 2 minutes
+    assert service.deliver(delivery(), attempt=1).delay_seconds == 120
+
+
+def test_retry_after_as_an_http_date_is_honoured() -> None:
+    service, _, _, _ = push_setup(http(429, **{"retry-after": formatdate(T0 + 600, usegmt=True)}))
+    assert service.deliver(delivery(), attempt=1).delay_seconds == 600
+
+
+def test_retry_after_never_holds_a_delivery_longer_than_the_queue_can() -> None:
+    # SQS keeps a message out of sight at most 12 hours
+    service, _, _, _ = push_setup(http(503, **{"retry-after": str(3 * DAY)}))
+    assert service.deliver(delivery(), attempt=1).delay_seconds == 12 * 3600
+
+
+@pytest.mark.parametrize(("jitter", "delays"), [
+    ("high", [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]),
+    ("low", [15, 30, 60, 120, 240, 480, 960, 1800, 1800]),
+])
+def test_backoff_doubles_per_attempt_up_to_the_cap_with_jitter_between_half_and_all_of_it(
+    monkeypatch: pytest.MonkeyPatch, jitter: str, delays: list[int]
+) -> None:
+    # Given the jitter at its bound, and the default base (30 s) and cap (1 h)
+    monkeypatch.setattr(push_module.random, "uniform", lambda low, high: high if jitter == "high" else low)
+    service, _, _, _ = push_setup(http(503))
+    # When attempts 1..9 fail
+    # Then each waits base * 2^(attempt-1), capped, times the jitter
+    assert [service.deliver(delivery(), attempt=n).delay_seconds for n in range(1, 10)] == delays
+
+
+def test_jitter_spreads_retries_of_one_attempt_within_its_bounds() -> None:
+    service, _, _, _ = push_setup(http(503))
+    delays = {service.deliver(delivery(), attempt=3).delay_seconds for _ in range(200)}
+    assert delays <= set(range(60, 121)) and len(delays) > 10
+
+
+@pytest.mark.parametrize("failure", [http(503), http(429, **{"retry-after": "60"}), ConnectionError("down")])
+def test_retries_last_24_hours_after_the_first_attempt_then_the_delivery_is_dead_lettered(
+    failure: HttpResult | Exception,
+) -> None:
+    # Given a receiver that keeps failing
+    clock = Clock()
+    service, _, _, queue = push_setup(failure, clock=clock)
+    # When it still fails one second before 24 hours have passed since the first attempt
+    clock.now = T0 + DAY - 1
+    # Then it is retried
+    assert service.deliver(delivery(), attempt=40).outcome == Outcome.RETRY and queue.dead == []
+    # And when it fails at 24 hours, it is dead-lettered, saying why
+    clock.now = T0 + DAY
+    assert service.deliver(delivery(), attempt=41).outcome == Outcome.GAVE_UP
+    assert len(queue.dead) == 1 and queue.dead[0][1].startswith("still failing after the retry window")
+
+
+def test_fan_out_makes_one_delivery_per_config_and_none_for_the_submitted_status() -> None:
+    # Given a task with two push configs
+    service, store, _, queue = push_setup(http(200))
+    other = TaskPushNotificationConfig(id="cfg-2", task_id="t1", url="https://other.example/hook")
+    store.put_push_config("t1", StoredPushConfig(config=other, created_at="2026-01-01T00:00:01Z"))
+
+    def event(state: str, event_id: str) -> dict[str, Any]:
+        update = {**STATUS, "status": {"state": state}}
+        return {"detail-type": STATUS_CHANGED,
+                "detail": {"taskId": "t1", "eventId": event_id, "state": state, "statusUpdate": update}}
+
+    # When the task is submitted (its creator has it already), then starts working
+    counts = [service.fan_out(event("TASK_STATE_SUBMITTED", "e0")), service.fan_out(event("TASK_STATE_WORKING", "e1"))]
+    # Then only the working status goes out, once to each config, each in its own group (one slow receiver
+    # holds up only its own deliveries)
+    assert counts == [0, 2]
+    assert sorted(d.config_id for d in queue.sent) == ["cfg", "cfg-2"]
+    assert len({d.group for d in queue.sent}) == 2 and {d.event_id for d in queue.sent} == {"e1"}
+
+
+def test_configs_of_an_ended_task_expire_after_the_retention() -> None:
+    # Given a task's configs, kept 0 s after it ends
+    service, store, _, _ = push_setup(http(200), clock=Clock(time.time()), push_config_retention_seconds=0)
+    update = {**STATUS, "status": {"state": "TASK_STATE_COMPLETED"}}
+    # When the completed status fans out, and the sweep runs
+    service.fan_out({"detail-type": STATUS_CHANGED, "detail": {"taskId": "t1", "eventId": "e9",
+                     "state": "TASK_STATE_COMPLETED", "statusUpdate": update}})
+    # Then the configs are gone
+    assert store.sweep_push_configs() == 1 and store.list_push_configs("t1") == []
