@@ -1,0 +1,191 @@
+"""The table's change stream → Runtime events (nylorun/events.py, service/publish.py), as a consumer of the
+event bus sees them: Task Status Changed, Task Plan Updated, Task Artifact Updated and Turn Usage, each with an
+eventId that is the same for a record delivered twice. Stream records are built as DynamoDB stream images of
+the task items the in-memory store holds (the same plain values as the DynamoDB store's items)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from boto3.dynamodb.types import TypeSerializer
+from nylorun.adapters.memory import InMemoryTaskStore
+from nylorun.events import (
+    ARTIFACT_UPDATED,
+    PLAN_UPDATED,
+    STATUS_CHANGED,
+    TURN_USAGE,
+    RuntimeEvent,
+    from_stream_record,
+)
+from nylorun.ports import NewTurn
+from nylorun.profile.extensions import TELEMETRY, PlanStep
+from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
+from nylorun.service.publish import EventPublisher
+from unit_support import OWNER, message
+
+SAMPLE = Path(__file__).parents[2] / "events" / "publish-dynamodb-stream.json"
+_serializer = TypeSerializer()
+
+
+def stream_record(new: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One DynamoDB stream record (NEW_AND_OLD_IMAGES) of an item's change."""
+    images = {name: {k: _serializer.serialize(v) for k, v in item.items()}
+              for name, item in (("NewImage", new), ("OldImage", old)) if item is not None}
+    name = "REMOVE" if new is None else "INSERT" if old is None else "MODIFY"
+    return {"eventName": name, "eventSource": "aws:dynamodb", "dynamodb": images}
+
+
+class Bus:
+    def __init__(self) -> None:
+        self.events: list[RuntimeEvent] = []
+
+    def publish(self, events: Any) -> None:
+        self.events.extend(events)
+
+
+class Task:
+    """One task in the in-memory store, and its table items as the stream shows them."""
+
+    def __init__(self) -> None:
+        self.store = InMemoryTaskStore()
+        record, _ = self.store.create_turn(NewTurn(owner=OWNER, context_id="c1", message=message("hi")))
+        self.id = record.task_id
+
+    def item(self) -> dict[str, Any]:
+        head, record = self.store.head(self.id), self.store.get(self.id)
+        assert head is not None and record is not None
+        plan = json.dumps([step.wire() for step in record.plan])
+        return {**head, "PK": f"TASK#{self.id}", "SK": "TASK", "plan": plan}
+
+    def change(self, state: TaskState, *, text: str | None = None, plan: list[PlanStep] | None = None,
+               metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Set the status and return the stream record of that write."""
+        before = self.item()
+        reply = None
+        if text is not None:
+            reply = Message(message_id="a1", role=Role.AGENT, parts=[Part(text=text)], metadata=metadata,
+                            extensions=list(metadata or {}) or None)
+        self.store.set_status(self.id, TaskStatus(state=state, message=reply), expect=set(TaskState), plan=plan)
+        return stream_record(self.item(), before)
+
+    def artifact_item(self, text: str, order: int = 1) -> dict[str, Any]:
+        body = json.dumps(Artifact(artifact_id="report", name="report", parts=[Part(text=text)]).wire())
+        return {"PK": f"TASK#{self.id}", "SK": "ART#report", "body": body, "order": order}
+
+
+def kinds(events: list[RuntimeEvent]) -> list[str]:
+    return [e.detail_type for e in events]
+
+
+def test_the_sample_stream_record_of_a_completed_turn_is_a_status_change_and_its_usage() -> None:
+    # Given the sample stream record (a task going from WORKING to COMPLETED)
+    record = json.loads(SAMPLE.read_text())["Records"][0]
+    bus = Bus()
+    # When the publisher handles it
+    count = EventPublisher(InMemoryTaskStore(), bus).publish_record(record)
+    # Then a consumer gets the new status and the turn's usage, addressed to the task's subject and agent
+    assert count == 2 and kinds(bus.events) == [STATUS_CHANGED, TURN_USAGE]
+    status, usage = (e.detail for e in bus.events)
+    assert (status["subject"], status["agent"], status["state"]) == ("user-sample-0001", "echo", "TASK_STATE_COMPLETED")
+    assert status["statusUpdate"]["status"]["message"]["parts"] == [{"text": "hello"}]
+    assert usage["traceId"] == "1-674b5a00-0123456789abcdef01234567" and usage["steps"] == 0
+
+
+def test_a_record_delivered_twice_makes_the_same_event_ids_and_the_next_change_new_ones() -> None:
+    # Given a task that started working with a plan, then changed its plan
+    task = Task()
+    working = task.change(TaskState.WORKING, text="Working", plan=[PlanStep(label="Draft")])
+    marked = task.change(TaskState.WORKING, text="Drafted", plan=[PlanStep(label="Draft", state="done")])
+    # When the stream delivers the first record twice, then the second
+    first, again, second = (from_stream_record(r) for r in (working, working, marked))
+    # Then the duplicate has the same ids (a consumer drops it), the next change has new ones
+    assert kinds(first) == [STATUS_CHANGED, PLAN_UPDATED]
+    assert [e.detail["eventId"] for e in again] == [e.detail["eventId"] for e in first]
+    assert not {e.detail["eventId"] for e in second} & {e.detail["eventId"] for e in first}
+    assert second[1].detail["plan"] == [{"label": "Draft", "state": "done"}]
+
+
+def test_a_new_task_is_announced_and_a_task_without_a_plan_has_no_plan_event() -> None:
+    task = Task()
+    events = from_stream_record(stream_record(task.item()))
+    assert kinds(events) == [STATUS_CHANGED] and events[0].detail["state"] == "TASK_STATE_SUBMITTED"
+
+
+def test_a_write_that_changes_neither_status_nor_plan_announces_nothing() -> None:
+    # Given a task item rewritten with only its bookkeeping changed (a message appended, say)
+    task = Task()
+    before = task.item()
+    after = {**before, "msgSeq": before["msgSeq"] + 1, "version": before["version"] + 1}
+    # Then no event
+    assert from_stream_record(stream_record(after, before)) == []
+
+
+def test_a_turn_ending_reports_its_usage_once_even_when_the_ended_task_is_written_again() -> None:
+    # Given a turn that ended with telemetry on its final message
+    task = Task()
+    task.change(TaskState.WORKING)
+    telemetry = {"steps": 2, "tokens": 120, "costUsd": 0.03, "traceId": "1-abc-def"}
+    ended = task.change(TaskState.COMPLETED, text="Done.", metadata={TELEMETRY: telemetry})
+    # When the stream delivers that record twice, and a later write of the ended task
+    later_before = task.item()
+    later = stream_record({**later_before, "version": later_before["version"] + 1, "statusTs": "later"},
+                          later_before)
+    events = [from_stream_record(r) for r in (ended, ended, later)]
+    # Then the usage is reported from the final telemetry, with one id for both deliveries, and not again after
+    usage = [e.detail for e in events[0] if e.detail_type == TURN_USAGE]
+    assert usage and {k: usage[0][k] for k in ("state", "steps", "tokens", "costUsd", "traceId")} == {
+        "state": "TASK_STATE_COMPLETED", "steps": 2, "tokens": 120, "costUsd": 0.03, "traceId": "1-abc-def"}
+    assert [e.detail["eventId"] for e in events[1] if e.detail_type == TURN_USAGE] == [usage[0]["eventId"]]
+    assert TURN_USAGE not in kinds(events[2])
+
+
+def test_an_oversized_status_message_is_announced_without_its_parts() -> None:
+    task = Task()
+    record = task.change(TaskState.WORKING, text="x" * 250_000)
+    [event] = from_stream_record(record)
+    parts = event.detail["statusUpdate"]["status"]["message"]["parts"]
+    assert parts == [{"text": "(too large; read it with GetTask)"}] and len(json.dumps(event.detail)) < 200_000
+
+
+def test_an_artifact_is_announced_to_its_tasks_owner_once_per_content() -> None:
+    # Given a task and its artifact item
+    task = Task()
+    bus = Bus()
+    publisher = EventPublisher(task.store, bus)
+    first = task.artifact_item("v1")
+    # When the artifact is written, delivered twice, moved without a change, then rewritten
+    for record in (stream_record(first), stream_record(first), stream_record({**first, "order": 2}, first),
+                   stream_record(task.artifact_item("v2"), first)):
+        publisher.publish_record(record)
+    # Then the consumer gets one event per content, the duplicate with the same id, each for the task's owner
+    assert kinds(bus.events) == [ARTIFACT_UPDATED] * 3
+    ids = [e.detail["eventId"] for e in bus.events]
+    assert ids[0] == ids[1] != ids[2]
+    detail = bus.events[2].detail
+    assert (detail["subject"], detail["agent"], detail["taskId"]) == (OWNER.subject, OWNER.agent, task.id)
+    assert detail["artifactUpdate"]["artifact"]["parts"] == [{"text": "v2"}]
+
+
+def test_an_oversized_artifact_is_announced_without_its_parts() -> None:
+    task = Task()
+    [event] = from_stream_record(stream_record(task.artifact_item("y" * 250_000)), {task.id: task.store.head(task.id) or {}})
+    assert event.detail["artifactUpdate"]["artifact"]["parts"] == [{"text": "(too large)"}]
+
+
+def test_removals_and_items_other_than_tasks_and_artifacts_announce_nothing() -> None:
+    task = Task()
+    message_item = {"PK": f"TASK#{task.id}", "SK": "MSG#00000001", "body": "{}"}
+    assert from_stream_record(stream_record(None, task.item())) == []  # the TTL sweep
+    assert from_stream_record(stream_record(message_item)) == []
+
+
+def test_a_failed_publish_raises_so_the_stream_delivers_the_record_again() -> None:
+    class Down:
+        def publish(self, events: Any) -> None:
+            raise ConnectionError("EventBridge unavailable")
+
+    with pytest.raises(ConnectionError):
+        EventPublisher(InMemoryTaskStore(), Down()).publish_record(stream_record(Task().item()))
