@@ -159,3 +159,16 @@ def test_of_two_different_answers_to_one_interaction_exactly_one_wins() -> None:
     assert record.state == TaskState.COMPLETED and isinstance(record.status.message, Message)
     assert record.status.message.text() == "not paid" and pay.keys == []
     assert [m.message_id for m in record.history if m.role == Role.USER][1:] == ["m-no"]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: append_history (both stores) does not record the reply's retry key, "
+                   "so a retried text reply is taken as a new one: recorded twice, with a second reminder")
+def test_bug_a_retried_text_reply_to_an_approval_is_recorded_twice() -> None:
+    # Given a task waiting for an approval, and a caller whose text reply timed out on its way back
+    rt = approver(Calls())
+    task = rt.send("pay")
+    rt.send("yes please", messageId="m-text", taskId=task["id"])
+    # When the caller retries that very message (same messageId, same content)
+    rt.send("yes please", messageId="m-text", taskId=task["id"])
+    # Then the retry is the same message: in history once (as a retried answer or a retried new message is)
+    assert [m.message_id for m in rt.record(task["id"]).history].count("m-text") == 1
