@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands in for AWS)
 	$(VENV)/bin/nylorun serve $(ARGS)
 
-test: $(STAMP)  ## Static checks of the template and state machines, then every test
+test: $(STAMP)  ## Static checks of the template, the import ladder (lint-imports), then every test
 	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 unit: $(STAMP)  ## The unit tier alone: in-memory adapters and plain objects, no moto, no HTTP (seconds)

@@ -1,4 +1,6 @@
-"""api function: API Gateway → Mangum → the FastAPI app (Agent Cards and JSON-RPC). No agent code runs here."""
+"""api function: API Gateway → Mangum → the FastAPI app (Agent Cards and JSON-RPC). Turns run in the turn
+function; the only agent code that runs here is an Agent's optional `direct` answer (stateless, no side
+effects: see `Agent.direct` in nylorun/engine/agent.py)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum

@@ -10,7 +10,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nylorun.adapters.sqs import hold_failed_groups
 from nylorun.observability import logger, metrics, tracer
-from nylorun.service.push import Delivery, Outcome
+from nylorun.ports import Delivery
+from nylorun.service.push import Outcome
 from nylorun.wiring import build_runtime
 
 runtime = build_runtime()

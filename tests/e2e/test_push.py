@@ -20,7 +20,7 @@ from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
-from nylorun.service.push_urls import PushUrlRejected, check_push_url
+from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
 from webhook_receiver import Receiver
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from nylorun.ports import TooLarge
+from nylorun.domain.errors import TooLarge
 from nylorun.profile.extensions import Interaction
 from nylorun.protocol.models import Artifact, Message, Task, TaskStatus
 

@@ -18,10 +18,14 @@ from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
-from nylorun.engine.agent import AgentRegistry, load_registry
+
+# The demo Agents still live in the package (`nylorun.agents`, outside the ladder); wiring is the one module
+# of the ladder that names them, and only to pass them to the registry (see [tool.importlinter]).
+from nylorun.agents import BUILT_IN
+from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.files import FileService
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
-from nylorun.service.files import FileService
 from nylorun.service.push import PushService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -92,8 +96,10 @@ class Runtime:
         return SqsPushQueue(self.client("sqs"), self.settings.push_queue_url, self.settings.push_dlq_url)
 
     def push_secrets(self) -> list[str]:
-        """The signing secret(s): from Secrets Manager when deployed (cached 5 minutes, so a rotation is
-        picked up), else from settings. Space-separated values all sign (rotation)."""
+        """The signing secret(s): from Secrets Manager when deployed, else from settings. Space-separated
+        values all sign (put the new secret beside the old one while receivers move over). They are read
+        when the push service is made, once per cold start: a changed secret reaches a warm function only
+        when it starts again."""
         value = self.settings.push_secret
         if self.settings.push_secret_arn:
             from aws_lambda_powertools.utilities import parameters
@@ -115,4 +121,4 @@ class Runtime:
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
-    return Runtime(settings=settings or Settings.from_env(), registry=load_registry())
+    return Runtime(settings=settings or Settings.from_env(), registry=AgentRegistry.from_env(BUILT_IN))

@@ -29,13 +29,14 @@ import hashlib
 import json
 import random
 import time
-import uuid
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.domain.ids import derive_task_id, subject_key
 from nylorun.limits import (
     CALLER_HEADROOM,
     DEFAULT_MAX_TASK_BYTES,
@@ -46,21 +47,22 @@ from nylorun.limits import (
     stored_bytes,
 )
 from nylorun.ports import (
-    ContextBusy,
     DuplicateMessage,
+    InteractionClosed,
     InvalidPageToken,
     JournalEntry,
     NewTurn,
+    NotInState,
     Owner,
-    StateConflict,
     StoredPushConfig,
     TaskPage,
     TaskQuery,
     TaskRecord,
+    TaskStore,
     TurnCanceled,
+    VersionConflict,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
-from nylorun.profile.status import submitted_status
 from nylorun.protocol.models import (
     Artifact,
     Message,
@@ -71,23 +73,14 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 
+# `derive_task_id` (the task-id rule, nylorun.domain.ids) stays importable here for the tests that use it.
+__all__ = ["DynamoTaskStore", "derive_task_id", "subject_key"]
+
 _ser = TypeSerializer()
 _de = TypeDeserializer()
-TASK_ID_NAMESPACE = uuid.UUID("6f1c2a8e-7f0b-4d0e-9a51-2b7d4c7e9a10")
 BY_SUBJECT, BY_CONTEXT = "BySubject", "ByContext"
 # DynamoDB: 400 KB an item. Larger metadata (up to 256 KiB) leaves the task item for its own META item.
 INLINE_METADATA_BYTES = 16 * KIB
-
-
-def subject_key(subject: str) -> str:
-    # Subjects can hold any character (and are personal data): keys carry a digest, never the subject.
-    return hashlib.sha256(subject.encode()).hexdigest()[:32]
-
-
-def derive_task_id(owner: Owner, context_id: str, turn: int) -> str:
-    """Profile v2: one task id per turn, made from the context and the turn; opaque to callers."""
-    name = f"{owner.agent}\n{subject_key(owner.subject)}\n{context_id}\n{turn}"
-    return str(uuid.uuid5(TASK_ID_NAMESPACE, name))
 
 
 def _item(values: dict[str, Any]) -> dict[str, Any]:
@@ -145,22 +138,25 @@ class DynamoTaskStore:
         attempt = 0
         while True:
             ctx = self._get(self._ctx_key(new.owner, new.context_id)) or {}
-            previous, started = int(ctx.get("turns", 0)), int(ctx.get("started", 0))
-            busy = bool(ctx.get("activeTask")) or started < previous
-            if busy and not queue:
-                raise ContextBusy(str(ctx.get("activeTask") or ctx.get("lastTask") or ""))
-            turn = previous + 1
-            task_id = derive_task_id(new.owner, new.context_id, turn)
-            ts = now_timestamp()
+            previous = int(ctx.get("turns", 0))
+            opening = open_turn(
+                new.owner,
+                new.context_id,
+                turns=previous,
+                started=int(ctx.get("started", 0)),
+                active_task=str(ctx.get("activeTask") or "") or None,
+                last_task=str(ctx.get("lastTask") or "") or None,
+                queue=queue,
+                timestamp=now_timestamp(),
+            )
+            turn, task_id, busy = opening.turn, opening.task_id, not opening.takes_context
             message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
             record = TaskRecord(
                 task_id=task_id,
                 context_id=new.context_id,
                 owner=new.owner,
                 turn=turn,
-                status=submitted_status(
-                    task_id, new.context_id, derive_task_id(new.owner, new.context_id, previous) if busy else None, ts
-                ),
+                status=opening.status,
                 history=[message],
                 metadata=new.metadata,
                 version=1,
@@ -223,7 +219,7 @@ class DynamoTaskStore:
                 # racing on one context each get the next number, in the order their writes land.
                 attempt += 1
                 if time.monotonic() > deadline:
-                    raise StateConflict("context kept changing") from None
+                    raise VersionConflict("context kept changing") from None
                 time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
                 continue
             return record, not busy
@@ -233,15 +229,17 @@ class DynamoTaskStore:
         Queued turns canceled meanwhile are passed over. Returns the task that took the context."""
         for _ in range(64):
             ctx = self._get(self._ctx_key(owner, context_id))
-            if not ctx or ctx.get("activeTask"):
+            if not ctx:
                 return None
-            turns, started = int(ctx.get("turns", 0)), int(ctx.get("started", 0))
-            if started >= turns:
+            started = int(ctx.get("started", 0))
+            task_id = next_in_line(
+                owner, context_id, turns=int(ctx.get("turns", 0)), started=started, active_task=ctx.get("activeTask")
+            )
+            if task_id is None:
                 return None
             turn = started + 1
-            task_id = derive_task_id(owner, context_id, turn)
             head = self._head(task_id)
-            takes = head is not None and TaskState(head["state"]) == TaskState.SUBMITTED
+            takes = takes_context(TaskState(head["state"]) if head is not None else None)
             items: list[dict[str, Any]] = [
                 {
                     "Update": {
@@ -493,7 +491,7 @@ class DynamoTaskStore:
         for _ in range(8):
             head = self._head(task_id)
             if head is None or TaskState(head["state"]) not in expect:
-                raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+                raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
             used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes if enforce_budget else None)
             record = self._record(head)
             ts = status.timestamp or now_timestamp()
@@ -576,7 +574,7 @@ class DynamoTaskStore:
             if plan is not None:
                 record.plan = list(plan)
             return record
-        raise StateConflict(f"task {task_id} kept changing")
+        raise VersionConflict(f"task {task_id} kept changing")
 
     def put_artifact(self, task_id: str, artifact: Artifact) -> None:
         """The artifact keeps the place it was first given; a rewrite (same id) replaces its content and its
@@ -587,7 +585,7 @@ class DynamoTaskStore:
         for _ in range(8):
             head = self._head(task_id)
             if head is None:
-                raise StateConflict(f"task {task_id} is gone")
+                raise NotInState(f"task {task_id} is gone")
             old = self._get(key)
             used = int(head.get("contentBytes", 0)) - (len(old["body"]) if old else 0)
             order = int(head["artSeq"]) + 1
@@ -614,7 +612,7 @@ class DynamoTaskStore:
             except ClientError as exc:
                 if not _is(exc, "TransactionCanceledException"):
                     raise
-        raise StateConflict(f"task {task_id} kept changing")
+        raise VersionConflict(f"task {task_id} kept changing")
 
     def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
         """Append messages (and optionally replace the status message, same state) without a state change."""
@@ -624,7 +622,7 @@ class DynamoTaskStore:
         for _ in range(8):
             head = self._head(task_id)
             if head is None:
-                raise StateConflict(f"task {task_id} is gone")
+                raise NotInState(f"task {task_id} is gone")
             seq = int(head["msgSeq"])
             used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes, reserve=CALLER_HEADROOM)
             values: dict[str, Any] = {":seq": seq + len(messages), ":v": int(head["version"]), ":one": 1, ":b": used}
@@ -655,7 +653,7 @@ class DynamoTaskStore:
             except ClientError as exc:
                 if not _is(exc, "TransactionCanceledException"):
                     raise
-        raise StateConflict(f"task {task_id} kept changing")
+        raise VersionConflict(f"task {task_id} kept changing")
 
     def answer_interaction(
         self,
@@ -671,10 +669,10 @@ class DynamoTaskStore:
         journal entry must have no answer yet, and the reply (its retry key) must be new."""
         head = self._head(task_id)
         if head is None or not head.get("interaction"):
-            raise StateConflict("no open interaction")
+            raise InteractionClosed("no open interaction")
         open_interaction = Interaction.model_validate_json(head["interaction"])
         if open_interaction.interaction_id != interaction_id:
-            raise StateConflict("not the open interaction")
+            raise InteractionClosed("not the open interaction")
         seq = int(head["msgSeq"]) + 1
         used = grown(int(head.get("contentBytes", 0)), checked_bytes([message]), self._max_task_bytes,
                      reserve=CALLER_HEADROOM)
@@ -730,7 +728,7 @@ class DynamoTaskStore:
                 raise
             if _reasons(exc)[3] == "ConditionalCheckFailed":
                 raise DuplicateMessage(task_id) from None
-            raise StateConflict("the interaction was answered or changed meanwhile") from None
+            raise InteractionClosed("the interaction was answered or changed meanwhile") from None
 
     # ------------------------------------------------------------------ journal
     def journal(self, task_id: str) -> dict[int, JournalEntry]:
@@ -768,7 +766,7 @@ class DynamoTaskStore:
             self._db.transact_write_items(
                 TransactItems=[
                     {
-                        # DESIGN: cancel really stops — no journal entry (so no effect) after CANCELED is written.
+                        # Cancel really stops: no journal entry (so no effect) after CANCELED is written.
                         "ConditionCheck": {
                             "TableName": self._table,
                             "Key": self._task_key(task_id),
@@ -791,7 +789,7 @@ class DynamoTaskStore:
                 raise
             if _reasons(exc)[0] == "ConditionalCheckFailed":
                 raise TurnCanceled(task_id) from None
-            raise StateConflict(f"journal entry {entry.seq} exists") from None
+            raise VersionConflict(f"journal entry {entry.seq} exists") from None
 
     def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
         self._db.update_item(
@@ -859,7 +857,7 @@ class DynamoTaskStore:
             except ClientError as exc:
                 if not _is(exc, "TransactionCanceledException"):
                     raise
-        raise StateConflict(f"file version for {path} kept changing")
+        raise VersionConflict(f"file version for {path} kept changing")
 
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
@@ -909,7 +907,7 @@ class DynamoTaskStore:
                     raise
 
     def sweep_push_configs(self) -> int:
-        """Configs whose task is gone (the sister system's lesson: a config's lifetime is its task's)."""
+        """Configs whose task is gone (a config lives as long as its task)."""
         removed = 0
         paginator = self._db.get_paginator("scan")
         pages = paginator.paginate(
@@ -944,3 +942,7 @@ def _new_or_replacing(replaced_task: str | None) -> dict[str, Any]:
         "ConditionExpression": "attribute_not_exists(PK) OR taskId = :replaced",
         "ExpressionAttributeValues": _item({":replaced": replaced_task}),
     }
+
+
+if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow
+    _store: TaskStore = DynamoTaskStore(None, "")

@@ -20,8 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nylorun.adapters.dynamodb import derive_task_id
-from nylorun.engine.runner import TurnRunner
+from nylorun.domain.contexts import next_in_line, open_turn, takes_context
 from nylorun.limits import (
     CALLER_HEADROOM,
     DEFAULT_MAX_TASK_BYTES,
@@ -31,24 +30,25 @@ from nylorun.limits import (
     stored_bytes,
 )
 from nylorun.ports import (
-    ContextBusy,
     ContextQueue,
     DuplicateMessage,
+    InteractionClosed,
     InvalidPageToken,
     JournalEntry,
     NewTurn,
+    NotInState,
     Owner,
-    StateConflict,
     StoredPushConfig,
     TaskPage,
     TaskQuery,
     TaskRecord,
     TaskStore,
     TurnCanceled,
+    TurnHandler,
     TurnOrchestrator,
+    VersionConflict,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
-from nylorun.profile.status import submitted_status
 from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
 
 
@@ -110,42 +110,50 @@ class InMemoryTaskStore:
             if known is not None and known != new.replaces_task:
                 raise DuplicateMessage(known)
             ctx = self._contexts.setdefault((new.owner, new.context_id), _Context())
-            busy = ctx.active_task is not None or ctx.started < ctx.turns
-            if busy and not queue:
-                raise ContextBusy(ctx.active_task or ctx.last_task or "")
-            ctx.turns += 1
-            task_id = derive_task_id(new.owner, new.context_id, ctx.turns)
-            ctx.last_task = task_id
-            if not busy:
-                ctx.started, ctx.active_task = ctx.turns, task_id
             ts = now_timestamp()
+            opening = open_turn(
+                new.owner,
+                new.context_id,
+                turns=ctx.turns,
+                started=ctx.started,
+                active_task=ctx.active_task,
+                last_task=ctx.last_task,
+                queue=queue,
+                timestamp=ts,
+            )
+            task_id = opening.task_id
+            ctx.turns = opening.turn
+            ctx.last_task = task_id
+            if opening.takes_context:
+                ctx.started, ctx.active_task = ctx.turns, task_id
             message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
             record = TaskRecord(
                 task_id=task_id,
                 context_id=new.context_id,
                 owner=new.owner,
                 turn=ctx.turns,
-                status=submitted_status(
-                    task_id, new.context_id, derive_task_id(new.owner, new.context_id, ctx.turns - 1) if busy else None, ts
-                ),
+                status=opening.status,
                 history=[message],
                 metadata=new.metadata,
                 version=1,
             )
             self._tasks[task_id] = _Task(record=record, status_ts=ts, content_bytes=stored_bytes(message))
             self._messages[(new.owner, new.dedupe_key)] = task_id
-            return _copy(record), not busy
+            return _copy(record), opening.takes_context
 
     def claim_next(self, owner: Owner, context_id: str) -> str | None:
         """The next queued turn (in turn order) takes the free context; queued turns canceled meanwhile are
         passed over."""
         with self._lock:
             ctx = self._contexts.get((owner, context_id))
-            while ctx is not None and ctx.active_task is None and ctx.started < ctx.turns:
+            while ctx is not None and (
+                task_id := next_in_line(
+                    owner, context_id, turns=ctx.turns, started=ctx.started, active_task=ctx.active_task
+                )
+            ):
                 ctx.started += 1
-                task_id = derive_task_id(owner, context_id, ctx.started)
                 task = self._tasks.get(task_id)
-                if task is not None and task.record.state == TaskState.SUBMITTED:
+                if task is not None and takes_context(task.record.state):
                     ctx.active_task = task_id
                     task.record.version += 1
                     return task_id
@@ -241,7 +249,7 @@ class InMemoryTaskStore:
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None or task.record.state not in expect:
-                raise StateConflict(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+                raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
             task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes if enforce_budget else None)
             record = task.record
             ts = status.timestamp or now_timestamp()
@@ -303,15 +311,15 @@ class InMemoryTaskStore:
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None or task.record.interaction is None:
-                raise StateConflict("no open interaction")
+                raise InteractionClosed("no open interaction")
             if task.record.interaction.interaction_id != interaction_id:
-                raise StateConflict("not the open interaction")
+                raise InteractionClosed("not the open interaction")
             used = grown(task.content_bytes, checked_bytes([message]), self._max_task_bytes, reserve=CALLER_HEADROOM)
             if (owner, retry_key) in self._messages:
                 raise DuplicateMessage(task_id)
             entry = task.journal.get(task.interaction_seq or 0)
             if entry is None or entry.answer is not None:
-                raise StateConflict("the interaction was answered or changed meanwhile")
+                raise InteractionClosed("the interaction was answered or changed meanwhile")
             ts = status.timestamp or now_timestamp()
             record = task.record
             record.status = status.model_copy(update={"timestamp": ts})
@@ -335,14 +343,14 @@ class InMemoryTaskStore:
             if task.record.state == TaskState.CANCELED:
                 raise TurnCanceled(task_id)  # cancel really stops: no effect starts after CANCELED
             if entry.seq in task.journal:
-                raise StateConflict(f"journal entry {entry.seq} exists")
+                raise VersionConflict(f"journal entry {entry.seq} exists")
             task.journal[entry.seq] = dataclasses.replace(entry, answer=None)
 
     def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
         with self._lock:
             task = self._task(task_id)
             if seq not in task.journal:
-                raise StateConflict(f"journal entry {seq} does not exist")
+                raise NotInState(f"journal entry {seq} does not exist")
             task.journal[seq] = dataclasses.replace(task.journal[seq], finished=True, result=result)
 
     def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
@@ -411,7 +419,7 @@ class InMemoryTaskStore:
     def _task(self, task_id: str) -> _Task:
         task = self._tasks.get(task_id)
         if task is None:
-            raise StateConflict(f"task {task_id} is gone")
+            raise NotInState(f"task {task_id} is gone")
         return task
 
 
@@ -448,16 +456,16 @@ class InMemoryOrchestrator:
     """The `TurnOrchestrator` port without Step Functions: `start` runs the turn at once in the calling
     thread, as the turn state machine would (run; when interrupted, park a callback token; `resume` runs it
     again). Turns started while one runs in the same thread (the next queued turn, a resumed wait) run after
-    it, in order, never nested. `attach` the runner before the first start."""
+    it, in order, never nested. `attach` the runner (`engine/runner.py`, `TurnRunner`) before the first start."""
 
     def __init__(self) -> None:
-        self._runner: TurnRunner | None = None
+        self._runner: TurnHandler | None = None
         self._lock = threading.Lock()
         self._started: set[str] = set()
         self._waiting: dict[str, str] = {}  # callback token -> task id
         self._local = threading.local()
 
-    def attach(self, runner: TurnRunner) -> None:
+    def attach(self, runner: TurnHandler) -> None:
         self._runner = runner
 
     def start(self, task_id: str) -> None:

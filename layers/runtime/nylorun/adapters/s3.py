@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-
-@dataclass(frozen=True)
-class StoredObject:
-    key: str
-    version_id: str
-    size: int
-    sha256: str
+from nylorun.ports import FileStore, StoredObject
 
 
 class S3FileStore:
@@ -47,3 +40,7 @@ def _b64(raw: bytes) -> str:
     import base64
 
     return base64.b64encode(raw).decode()
+
+
+if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow
+    _store: FileStore = S3FileStore(None, "")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nylorun.observability import logger
 from botocore.exceptions import ClientError
 
+from nylorun.observability import logger
 
 # A token that is already completed, timed out or unknown means someone else finished the wait first.
 _FINISHED_WAIT = {"InvalidToken", "TaskTimedOut", "TaskDoesNotExist"}

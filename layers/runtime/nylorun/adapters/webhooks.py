@@ -8,23 +8,14 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import urllib3
 
+from nylorun.ports import AddressRefused, Fetcher, FileTooLarge, HttpResult, Sender
+
 Resolver = Callable[[str, int], list[str]]
-
-
-class AddressRefused(Exception):
-    """The URL's host resolves only to addresses deliveries may not reach (SSRF protection)."""
-
-
-@dataclass(frozen=True)
-class HttpResult:
-    status: int
-    headers: dict[str, str]
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -107,8 +98,6 @@ class WebhookSender:
 
     def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
         """GET a caller's file with the same address checks; refuses bodies over `max_bytes`."""
-        from nylorun.service.files import FileTooLarge
-
         pool, path, host_header = self._connect(url)
         try:
             response = pool.urlopen(
@@ -125,3 +114,8 @@ class WebhookSender:
             return data, response.headers.get("content-type")
         finally:
             pool.close()
+
+
+if TYPE_CHECKING:  # mypy fails here when a port changes and this adapter does not follow
+    _sender: Sender = WebhookSender(timeout_seconds=1)
+    _fetcher: Fetcher = WebhookSender(timeout_seconds=1)

@@ -7,7 +7,7 @@ uvicorn locally — the same app).
 No A2A route answers a redirect: a JSON-RPC client does not follow one for a POST, so both spellings of a
 path are served as they are.
 
-This module parses and maps; the service decides. Errors are JSON-RPC objects with HTTP 200 (reference §2);
+This module parses and maps; the service decides. Errors are JSON-RPC objects with HTTP 200;
 only an unknown Agent (404) and missing credentials (401) are HTTP errors.
 """
 
@@ -196,7 +196,7 @@ def _dispatch(
         if handler is None:
             if request.method in ("SendStreamingMessage", "SubscribeToTask"):
                 raise jsonrpc.streaming_unsupported(request.method)
-            # GetExtendedAgentCard: capabilities.extendedAgentCard is false (Profile v2: No; reference §8).
+            # GetExtendedAgentCard: capabilities.extendedAgentCard is false (Profile v2: No).
             raise UnsupportedOperationError("GetExtendedAgentCard is not supported: this Agent has no extended card")
         return jsonrpc.success(request.id, handler(service, caller, request.params))
     except A2AError as exc:

@@ -11,7 +11,8 @@
         turn.reply(f"Hello, {turn.text}!")
 
 Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve your own Agents beside the
-built-in ones.
+built-in ones (which the caller of `AgentRegistry.from_env` passes in: `nylorun.wiring` passes
+`nylorun.agents.BUILT_IN`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class Agent:
     input_modes: list[str] = field(default_factory=lambda: ["text/plain"])
     output_modes: list[str] = field(default_factory=lambda: ["text/plain"])
     run: TurnFunction | None = None
-    # Optional stateless answer, run in the api function: a Message back means "no task" (A2A §8).
+    # Optional stateless answer, run in the api function: a Message back means "no task" (A2A: a
+    # SendMessage may answer with a Message instead of a Task).
     # It must have no side effects; anything durable belongs in `run`.
     direct: DirectFunction | None = None
 
@@ -80,15 +82,18 @@ class AgentRegistry:
     def names(self) -> list[str]:
         return sorted(self._agents)
 
+    @classmethod
+    def from_env(cls, builtins: Iterable[Agent] = ()) -> AgentRegistry:
+        """`builtins` plus any Agents named in NYLORUN_AGENTS ("module:attribute", comma-separated)."""
+        registry = cls(builtins)
+        for ref in filter(None, (r.strip() for r in os.environ.get("NYLORUN_AGENTS", "").split(","))):
+            module, _, attribute = ref.partition(":")
+            found = getattr(importlib.import_module(module), attribute or "agent")
+            for agent in found if isinstance(found, (list, tuple)) else [found]:
+                registry.add(agent)
+        return registry
 
-def load_registry() -> AgentRegistry:
-    """The built-in Agents plus any named in NYLORUN_AGENTS ("module:attribute", comma-separated)."""
-    from nylorun.agents import BUILT_IN
 
-    registry = AgentRegistry(BUILT_IN)
-    for ref in filter(None, (r.strip() for r in os.environ.get("NYLORUN_AGENTS", "").split(","))):
-        module, _, attribute = ref.partition(":")
-        found = getattr(importlib.import_module(module), attribute or "agent")
-        for agent in found if isinstance(found, (list, tuple)) else [found]:
-            registry.add(agent)
-    return registry
+def load_registry(builtins: Iterable[Agent] = ()) -> AgentRegistry:
+    """`AgentRegistry.from_env(builtins)`."""
+    return AgentRegistry.from_env(builtins)

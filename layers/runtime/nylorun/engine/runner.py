@@ -10,19 +10,17 @@ Each action is safe to run twice on the same input: Step Functions and Lambda bo
 
 from __future__ import annotations
 
-import hashlib
-import os
-import uuid
 from collections.abc import Callable
 from typing import Any, TypedDict
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.files import FileFetchFailed, FileService
 from nylorun.engine.turn import Finished, Interrupted, NonDeterministicAgent, OutcomeLost, Turn
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
-    JournalEntry,
     Owner,
     StateConflict,
     TaskRecord,
@@ -31,9 +29,7 @@ from nylorun.ports import (
     TurnCanceled,
     TurnOrchestrator,
 )
-from nylorun.profile.extensions import TELEMETRY, Telemetry, with_extension
-from nylorun.protocol.models import INTERRUPTED_STATES, Message, Part, Role, TaskState, TaskStatus
-from nylorun.service.files import FileFetchFailed, FileService
+from nylorun.protocol.models import INTERRUPTED_STATES, TaskState, TaskStatus
 
 ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 NOT_TERMINAL = frozenset({TaskState.SUBMITTED, TaskState.WORKING, *INTERRUPTED_STATES})
@@ -46,42 +42,6 @@ class Outcome(TypedDict):
 
 def _ended() -> Outcome:
     return {"outcome": "ended", "interactionId": None}
-
-
-def current_trace_id(task_id: str) -> str:
-    """The X-Ray trace id of this run (Lambda sets _X_AMZN_TRACE_ID); locally a stable one per task."""
-    header = os.environ.get("_X_AMZN_TRACE_ID", "")
-    for part in header.split(";"):
-        if part.startswith("Root="):
-            return part.removeprefix("Root=")
-    digest = hashlib.sha256(task_id.encode()).hexdigest()
-    return f"1-{digest[:8]}-{digest[8:32]}"
-
-
-def totals(journal: dict[int, JournalEntry], trace_id: str) -> Telemetry:
-    """telemetry/v1 totals from the journal, so a replayed turn never counts anything twice."""
-    usage = [e.result or {} for e in journal.values() if e.kind == "usage"]
-    return Telemetry(
-        steps=sum(1 for e in journal.values() if e.kind == "effect" and e.finished),
-        tokens=sum(int(u.get("tokens", 0)) for u in usage),
-        cost_usd=round(sum(float(u.get("costUsd", 0.0)) for u in usage), 6),
-        trace_id=trace_id,
-    )
-
-
-def with_telemetry(message: Message, telemetry: Telemetry) -> Message:
-    metadata, extensions = with_extension(message.metadata, message.extensions, TELEMETRY, telemetry)
-    return message.model_copy(update={"metadata": metadata, "extensions": extensions})
-
-
-def agent_text(record: TaskRecord, text: str) -> Message:
-    return Message(
-        message_id=str(uuid.uuid4()),
-        role=Role.AGENT,
-        parts=[Part(text=text)],
-        task_id=record.task_id,
-        context_id=record.context_id,
-    )
 
 
 class TurnRunner:

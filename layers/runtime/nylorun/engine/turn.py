@@ -26,6 +26,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from nylorun.domain.files import clean_path
+from nylorun.domain.files import scope as file_scope
+from nylorun.engine.files import FileHandle, FileService
 from nylorun.observability import logger
 from nylorun.ports import JournalEntry, TaskRecord, TaskStore, TurnCanceled
 from nylorun.profile.extensions import (
@@ -42,15 +45,18 @@ from nylorun.profile.extensions import (
     StepState,
     with_extension,
 )
+from nylorun.profile.status import UNCERTAIN_TEXT, core_text
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
 from nylorun.protocol.text import repaired
-from nylorun.service.files import FileHandle, FileService, clean_path
-from nylorun.service.files import scope as file_scope
 
 EffectFunction = Callable[[str], Any]
 
 
-class Interrupted(Exception):
+# The signals that stop a turn derive from BaseException, not Exception: an agent's own `except Exception:`
+# around `turn.approval()` (or an effect) must not swallow a wait for a person or a lost outcome.
+
+
+class Interrupted(BaseException):
     """The agent asked something that has no answer yet: the turn stops here until the caller answers."""
 
     def __init__(self, seq: int, interaction: Interaction) -> None:
@@ -59,7 +65,7 @@ class Interrupted(Exception):
         self.interaction = interaction
 
 
-class OutcomeLost(Exception):
+class OutcomeLost(BaseException):
     """An effect started and never finished, and cannot safely run again."""
 
     def __init__(self, effect_id: str) -> None:
@@ -67,7 +73,7 @@ class OutcomeLost(Exception):
         self.effect_id = effect_id
 
 
-class Finished(Exception):
+class Finished(BaseException):
     """`turn.reject()` ends the turn early."""
 
 
@@ -394,29 +400,13 @@ class Turn:
         return message.model_copy(update={"metadata": metadata, "extensions": extensions})
 
     def uncertain_message(self, effect_id: str) -> Message:
-        message = self._agent_message(
-            "A step's outcome was lost; it will not be repeated. An operator must reconcile it or cancel the task.",
-            progress=True,
-        )
+        message = self._agent_message(UNCERTAIN_TEXT, progress=True)
         metadata, extensions = with_extension(message.metadata, message.extensions, EFFECTS, {"uncertain": effect_id})
         return message.model_copy(update={"metadata": metadata, "extensions": extensions})
-
-
-def core_text(interaction: Interaction) -> str:
-    """How an interaction reads to a core-tier client (no extension activated)."""
-    if interaction.kind == "approval":
-        return (
-            f"Approval needed: {interaction.prompt} "
-            "Only an interactions/v1 answer approves; a text reply does not."
-        )
-    if interaction.kind == "connection":
-        name = (interaction.detail or {}).get("connection", "an account")
-        return f"Connection needed ({name}): {interaction.prompt}"
-    return interaction.prompt
 
 
 def _status(state: TaskState, message: Message | None) -> TaskStatus:
     return TaskStatus(state=state, message=message)
 
 
-__all__ = ["Finished", "Interrupted", "NonDeterministicAgent", "OutcomeLost", "Turn", "TurnCanceled", "core_text"]
+__all__ = ["Finished", "Interrupted", "NonDeterministicAgent", "OutcomeLost", "Turn", "TurnCanceled"]

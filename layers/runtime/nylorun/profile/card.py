@@ -1,26 +1,75 @@
-"""The Agent Card, per Profile v2 (reference §6): one JSON-RPC 1.0 interface, `streaming: false`,
-`pushNotifications` only with a push secret, the five extensions with `required: false`, and the card
-polish the sister system learned to add (documentationUrl, iconUrl, provider)."""
+"""The Agent Card, per Profile v2: one JSON-RPC 1.0 interface, `streaming: false`, `pushNotifications` only
+with a push secret, the five extensions with `required: false`, and documentationUrl, iconUrl and provider
+so a directory can show the Agent.
+
+The card is made from what it shows, not from the engine's `Agent` or the Runtime's `Settings`: both fit the
+two protocols below, and the profile rung imports neither."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from nylorun.engine.agent import Agent
 from nylorun.profile.extensions import PROFILE_EXTENSIONS
-from nylorun.settings import Settings
 
 A2A_PATH = "/v1/a2a/agents"
 
 
-def agent_url(base_url: str, agent: Agent | str) -> str:
+class CardSkill(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def tags(self) -> Sequence[str]: ...
+    @property
+    def examples(self) -> Sequence[str]: ...
+
+
+class CardAgent(Protocol):
+    """What a card shows of an Agent (`nylorun.engine.agent.Agent` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def input_modes(self) -> Sequence[str]: ...
+    @property
+    def output_modes(self) -> Sequence[str]: ...
+    @property
+    def skills(self) -> Sequence[CardSkill]: ...
+
+
+class CardSettings(Protocol):
+    """What a card shows of the Runtime's settings (`nylorun.settings.Settings` is one)."""
+
+    @property
+    def provider_organization(self) -> str: ...
+    @property
+    def provider_url(self) -> str: ...
+    @property
+    def documentation_url(self) -> str: ...
+    @property
+    def icon_url(self) -> str: ...
+    @property
+    def auth(self) -> str: ...
+    @property
+    def push_enabled(self) -> bool: ...
+
+
+def agent_url(base_url: str, agent: CardAgent | str) -> str:
     """An Agent's URL ends with `/`: clients that resolve `.well-known/agent-card.json` relative to it (URL
     rules, as @a2a-js/sdk does) stay inside the Agent. The Runtime answers with and without the slash."""
     name = agent if isinstance(agent, str) else agent.name
     return f"{base_url.rstrip('/')}{A2A_PATH}/{name}/"
 
 
-def build_card(agent: Agent, base_url: str, settings: Settings) -> dict[str, Any]:
+def build_card(agent: CardAgent, base_url: str, settings: CardSettings) -> dict[str, Any]:
     card: dict[str, Any] = {
         "name": agent.name,
         "description": agent.description,
@@ -33,7 +82,7 @@ def build_card(agent: Agent, base_url: str, settings: Settings) -> dict[str, Any
         "documentationUrl": settings.documentation_url,
         "iconUrl": settings.icon_url,
         "capabilities": {
-            # proto3 optional bools: sent even when false (reference §1).
+            # proto3 optional bools: sent even when false, so a client never has to guess a default.
             "streaming": False,
             "pushNotifications": settings.push_enabled,
             "extendedAgentCard": False,

@@ -1,4 +1,4 @@
-"""A2A and JSON-RPC errors, and the one table that maps them to the wire (reference §7).
+"""A2A and JSON-RPC errors, and the one table that maps them to the wire.
 
 Every error a caller can see is one of these. Anything else is an internal error whose details stay in
 the log: no stack trace reaches a caller.
@@ -120,7 +120,7 @@ def context_busy(context_id: str, task_id: str | None) -> UnsupportedOperationEr
     """Profile v2: a message with `delivery: "reject"` in a busy context.
 
     The reason goes first in `data` *and* into `metadata`, because the a2a-sdk client surfaces only the
-    first ErrorInfo's metadata (reference §7).
+    first ErrorInfo's metadata.
     """
     metadata = {"reason": "CONTEXT_BUSY", "contextId": context_id}
     if task_id:

@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 envelope for the A2A 1.0 binding (reference §2, §4).
+"""JSON-RPC 2.0 envelope for the A2A 1.0 binding (A2A 1.0, JSON-RPC binding).
 
 `decode` turns raw bytes into a request or raises the error to answer with; `parse_params` validates
 `params` into a wire model, turning pydantic's errors into -32602 with field violations.
@@ -77,7 +77,7 @@ def decode(body: bytes) -> Request:
     if depth > MAX_DEPTH:
         raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels"))
     if isinstance(payload, list):
-        # Batches are not part of A2A; the SDK answers -32600 too (reference §2).
+        # Batches are not part of A2A; the SDK answers -32600 too.
         raise RequestError(InvalidRequestError("Batch requests are not supported"))
     if not isinstance(payload, dict):
         raise RequestError(InvalidRequestError("A JSON-RPC request is a JSON object"))

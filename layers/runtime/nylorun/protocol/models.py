@@ -1,4 +1,4 @@
-"""A2A 1.0 wire objects as ProtoJSON (reference §1, §5).
+"""A2A 1.0 wire objects as ProtoJSON.
 
 camelCase names through aliases, enums as their proto names, unions as `oneof` (the member present is the
 discriminator), zero values omitted when dumping. Unknown fields are ignored, as ProtoJSON parsers do.
@@ -62,7 +62,7 @@ class Role(StrEnum):
 
 
 class Part(Wire):
-    """Exactly one of text | raw | url | data (reference §5)."""
+    """Exactly one of text | raw | url | data."""
 
     text: str | None = None
     raw: str | None = None  # base64
@@ -145,7 +145,7 @@ class TaskArtifactUpdateEvent(Wire):
 
 
 class StreamResponse(Wire):
-    """One of task | message | statusUpdate | artifactUpdate (reference §9): what a push delivery posts."""
+    """One of task | message | statusUpdate | artifactUpdate: what a push delivery posts."""
 
     task: Task | None = None
     message: Message | None = None
@@ -263,13 +263,13 @@ class ListPushConfigsResponse(Wire):
 
 
 class CreatePushConfigRequest(TaskPushNotificationConfig):
-    """CreateTaskPushNotificationConfig params are the config itself, flat (reference §4)."""
+    """CreateTaskPushNotificationConfig params are the config itself, flat."""
 
     task_id: Id
 
 
 def format_timestamp(moment: datetime) -> str:
-    """RFC 3339 UTC with milliseconds and `Z` (reference §1): fixed width, so it also sorts as text."""
+    """RFC 3339 UTC with milliseconds and `Z`: fixed width, so it also sorts as text."""
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

@@ -15,14 +15,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
+from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.engine.agent import AgentRegistry
-from nylorun.engine.runner import NOT_TERMINAL, agent_text, current_trace_id, totals, with_telemetry
-from nylorun.engine.turn import core_text
+from nylorun.engine.files import FileService
+from nylorun.engine.runner import NOT_TERMINAL
 from nylorun.limits import ANSWER_BUDGET, MAX_STORED_JSON_BYTES, answer_bytes, fit_task
 from nylorun.observability import logger
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
+    InteractionClosed,
     InvalidPageToken,
     NewTurn,
     Owner,
@@ -43,6 +46,7 @@ from nylorun.profile.extensions import (
     visible,
     with_extension,
 )
+from nylorun.profile.status import text_does_not_approve
 from nylorun.protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -71,8 +75,6 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 from nylorun.protocol.text import repaired
-from nylorun.service.files import FileService
-from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
@@ -281,7 +283,7 @@ class A2AService:
             return self._store.get(record.task_id) or record
         except TooLarge as large:
             raise _over_budget(large) from None
-        except StateConflict:
+        except InteractionClosed:
             raise InvalidParamsError(
                 "Unknown or already answered interactionId",
                 field_violations=[("interactionId", "Not the task's open interaction.")],
@@ -305,11 +307,7 @@ class A2AService:
         """Profile v2: text never approves. The approval stays open and the status message says why."""
         interaction = record.interaction
         assert interaction is not None
-        reminder = agent_text(
-            record,
-            f"{core_text(interaction)} Your text reply was recorded; it does not answer this {interaction.kind}. "
-            f"Answer with interactions/v1 metadata {{interactionId: {interaction.interaction_id}, approved}}.",
-        )
+        reminder = agent_text(record, text_does_not_approve(interaction))
         metadata, extensions = with_extension(None, None, INTERACTIONS, interaction)
         reminder = reminder.model_copy(update={"metadata": metadata, "extensions": extensions})
         try:
@@ -367,7 +365,7 @@ class A2AService:
         record = self._owned(caller.owner, request.id)
         if record.state.terminal:
             raise TaskNotCancelableError(f"Task {record.task_id} is in terminal state: {record.state.value}")
-        # The sister system's lesson: a canceled turn still records its telemetry.
+        # A canceled turn still records its telemetry (steps, tokens and cost spent before the cancel).
         message = with_telemetry(
             agent_text(record, "Canceled at the caller's request."),
             totals(self._store.journal(record.task_id), current_trace_id(record.task_id)),

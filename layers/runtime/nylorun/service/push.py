@@ -11,53 +11,25 @@ Two steps, one queue (SQS FIFO):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 from standardwebhooks.webhooks import Webhook
 
-from nylorun.adapters.webhooks import AddressRefused, HttpResult
+from nylorun.engine.files import FileService
 from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
 from nylorun.observability import logger, metrics
-from nylorun.ports import TaskStore
+from nylorun.ports import AddressRefused, Delivery, DeliveryQueue, Sender, TaskStore
 from nylorun.profile.extensions import visible
 from nylorun.protocol.models import StreamResponse, TaskState
-from nylorun.service.files import FileService
 from nylorun.settings import Settings
-
-
-@dataclass(frozen=True)
-class Delivery:
-    event_id: str
-    task_id: str
-    config_id: str
-    kind: str  # "statusUpdate" | "artifactUpdate": the StreamResponse member (reference §9)
-    payload: dict[str, Any]
-    first_attempt_at: float
-
-    @property
-    def webhook_id(self) -> str:
-        # Standard Webhooks: the same id on every retry of one delivery, so receivers can drop duplicates.
-        return "msg_" + hashlib.sha256(f"{self.event_id}\n{self.config_id}".encode()).hexdigest()[:32]
-
-    @property
-    def group(self) -> str:
-        return hashlib.sha256(f"{self.task_id}\n{self.config_id}".encode()).hexdigest()
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, body: str) -> Delivery:
-        return cls(**json.loads(body))
 
 
 class Outcome(Enum):
@@ -73,16 +45,6 @@ class Result:
     outcome: Outcome
     delay_seconds: int = 0
     reason: str = ""
-
-
-class Sender(Protocol):
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult: ...
-
-
-class DeliveryQueue(Protocol):
-    def send_delivery(self, delivery: Delivery) -> None: ...
-
-    def dead_letter(self, delivery: Delivery, reason: str) -> None: ...
 
 
 def sign(secrets: list[str], msg_id: str, timestamp: datetime, body: str) -> str:

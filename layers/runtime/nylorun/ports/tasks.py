@@ -1,7 +1,7 @@
-"""The interfaces the service and the turn engine speak to, and the domain records they exchange.
+"""The task store port, and the records it exchanges with the service and the turn engine.
 
-Adapters (DynamoDB, Step Functions, ...) implement these and translate AWS errors into the domain errors
-below; `service/errors.py`-style mapping to JSON-RPC happens in the service, never in an adapter.
+Adapters (`adapters/dynamodb.py`, `adapters/memory.py`) implement it and translate AWS errors into the domain
+errors (`nylorun.domain.errors`); mapping to JSON-RPC errors happens in the service, never in an adapter.
 """
 
 from __future__ import annotations
@@ -11,56 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from nylorun.events import RuntimeEvent
+from nylorun.domain.errors import StoreError
+from nylorun.domain.ids import Owner
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfig, TaskState, TaskStatus
 
 
-# ---------------------------------------------------------------- domain errors (adapters raise these)
-class StoreError(Exception):
-    """Base of the store's domain errors."""
-
-
-class ContextBusy(StoreError):
-    def __init__(self, active_task_id: str) -> None:
-        super().__init__(f"context busy with {active_task_id}")
-        self.active_task_id = active_task_id
-
-
-class DuplicateMessage(StoreError):
-    """The subject already sent this messageId to this agent: the answer is the task it made."""
-
-    def __init__(self, task_id: str) -> None:
-        super().__init__(f"message already made {task_id}")
-        self.task_id = task_id
-
-
-class StateConflict(StoreError):
-    """A conditional write found the task in another state (or version) than expected."""
-
-
-class TurnCanceled(StoreError):
-    """The task was canceled: no effect may start (Profile v2 / DESIGN: cancel really stops)."""
-
-
-class ContextMismatch(StoreError):
-    pass
-
-
-class TooLarge(StoreError):
-    """A write would pass a size limit (`nylorun.limits`): one message, one interaction, or the task's budget.
-    Nothing was written; the message says which limit, in words a caller may read."""
-
-
 # ---------------------------------------------------------------- records
-@dataclass(frozen=True)
-class Owner:
-    """Who a task belongs to: the caller's subject and the Agent (Profile v2: who the caller acts for)."""
-
-    subject: str
-    agent: str
-
-
 @dataclass
 class TaskRecord:
     task_id: str
@@ -144,7 +101,9 @@ class InvalidPageToken(StoreError):
 
 
 # ---------------------------------------------------------------- ports
-class TaskStore(Protocol):
+class TurnStore(Protocol):
+    """Tasks and their contexts: turns, statuses, history, artifacts and answers."""
+
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
         """Open the context's next turn: task SUBMITTED, message in history. Returns the task and whether
         it took the context (start it now) or is queued behind the busy context. `queue=False` raises
@@ -188,7 +147,8 @@ class TaskStore(Protocol):
         plan: Sequence[PlanStep] | None = None,
         enforce_budget: bool = True,
     ) -> TaskRecord:
-        """Conditional status change (StateConflict unless the task is in one of `expect`). A terminal
+        """Conditional status change (NotInState unless the task is in one of `expect`; VersionConflict if
+        other writers kept changing it). A terminal
         status frees the context. `history` is appended; the open interaction is replaced. TooLarge if the
         status message or the interaction is too large, or `history` would pass the task's budget (unless
         `enforce_budget=False`: the Runtime's own short closing message, counted but never refused). Returns
@@ -210,7 +170,7 @@ class TaskStore(Protocol):
         retry_key: str,
     ) -> None:
         """Record the caller's answer exactly once, with the reply in history and the new status:
-        StateConflict if the interaction is not the open one (unknown, already answered, or raced by another
+        InteractionClosed if the interaction is not the open one (unknown, already answered, or raced by another
         answer); DuplicateMessage if the reply (its `retry_key`) was seen before; TooLarge if the reply would
         leave less than `CALLER_HEADROOM` of the task's budget."""
         ...
@@ -220,10 +180,15 @@ class TaskStore(Protocol):
         `answer_interaction`."""
         ...
 
+
+
+class JournalStore(Protocol):
+    """The turn journal (replay) and the callback tokens of open interactions."""
+
     def journal(self, task_id: str) -> dict[int, JournalEntry]: ...
 
     def journal_start(self, task_id: str, entry: JournalEntry) -> None:
-        """Write an entry *started*; TurnCanceled if the task is canceled, StateConflict if the seq exists."""
+        """Write an entry *started*; TurnCanceled if the task is canceled, VersionConflict if the seq exists."""
         ...
 
     def journal_finish(self, task_id: str, seq: int, result: Any) -> None: ...
@@ -234,6 +199,11 @@ class TaskStore(Protocol):
 
     def wait_tokens(self, task_id: str) -> list[str]: ...
 
+
+
+class PushConfigStore(Protocol):
+    """Push notification configs of tasks."""
+
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None: ...
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
@@ -241,10 +211,6 @@ class TaskStore(Protocol):
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]: ...
 
     def delete_push_config(self, task_id: str, config_id: str) -> None: ...
-
-    def file_version(self, scope: str, path: str, write_key: str) -> int:
-        """The next version number of an output path (idempotent per write key)."""
-        ...
 
     def expire_push_configs(self, task_id: str, expires_at: int) -> None:
         """The task ended: its configs expire (TTL) at `expires_at` (epoch seconds)."""
@@ -255,33 +221,13 @@ class TaskStore(Protocol):
         ...
 
 
-class EventBus(Protocol):
-    def publish(self, events: Sequence[RuntimeEvent]) -> None:
-        """Publish every event or raise (the caller retries; consumers dedupe on `eventId`)."""
+class FileVersions(Protocol):
+    """Version numbers of the files an agent writes."""
+
+    def file_version(self, scope: str, path: str, write_key: str) -> int:
+        """The next version number of an output path (idempotent per write key)."""
         ...
 
 
-class ContextQueue(Protocol):
-    """The durable queue of turns waiting for a busy context (SQS FIFO, one group per context)."""
-
-    def enqueue(self, task_id: str, group: str) -> None: ...
-
-
-class TurnOrchestrator(Protocol):
-    """Runs turns durably (Step Functions deployed and locally on moto)."""
-
-    def start(self, task_id: str) -> None:
-        """Start the task's turn. Idempotent: the execution is named by the task id."""
-        ...
-
-    def resume(self, token: str) -> None:
-        """The open interaction was answered: continue the waiting execution."""
-        ...
-
-    def abandon(self, token: str, reason: str) -> None:
-        """The task was canceled while waiting: end the wait."""
-        ...
-
-    def stop(self, task_id: str) -> None:
-        """Stop the turn's execution (cancel). Idempotent."""
-        ...
+class TaskStore(TurnStore, JournalStore, PushConfigStore, FileVersions, Protocol):
+    """Everything the Runtime keeps about tasks: the store the service and the turn engine speak to."""

@@ -1,5 +1,6 @@
-"""Which push notification URLs a config may name (A2A §9 SSRF guidance; Profile v2: "to hosts the
-Runtime allows"). This is the check made when a config is created; delivery re-checks the resolved address.
+"""Which URLs a caller may name: a push config's URL, and a `url` file part the Runtime fetches (A2A's SSRF
+guidance; Profile v2: "to hosts the Runtime allows"). This is the check made when the URL is given; the
+request itself re-checks the resolved address (`adapters/webhooks.py`).
 """
 
 from __future__ import annotations

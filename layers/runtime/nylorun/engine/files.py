@@ -13,38 +13,20 @@ import binascii
 import fnmatch
 import hashlib
 import posixpath
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from nylorun.adapters.s3 import StoredObject
-from nylorun.ports import Owner
+from nylorun.domain.files import scope
+from nylorun.domain.urls import PushUrlRejected, check_push_url
+from nylorun.ports import Fetcher, FileStore, FileTooLarge, Owner, StoredObject
 from nylorun.profile.extensions import FILES, FileVersion, with_extension
 from nylorun.protocol.errors import ContentTypeNotSupportedError, InvalidParamsError
 from nylorun.protocol.models import Message, Part
-from nylorun.service.push_urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
 
 REF = "nylorun-file:"
-_SAFE_PATH = re.compile(r"^[A-Za-z0-9._\-/ ]{1,512}$")
-
-
-class FileStore(Protocol):
-    def put(self, key: str, data: bytes, media_type: str) -> StoredObject: ...
-
-    def get(self, key: str, version_id: str) -> bytes: ...
-
-    def presign(self, key: str, version_id: str, expires_seconds: int, filename: str | None = None) -> str: ...
-
-
-class Fetcher(Protocol):
-    def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]: ...
-
-
-class FileTooLarge(Exception):
-    pass
 
 
 class FileFetchFailed(Exception):
@@ -72,13 +54,6 @@ class FileHandle:
         return self._store.get(self._key, self._version_id)
 
 
-def scope(owner: Owner, context_id: str) -> str:
-    from nylorun.adapters.dynamodb import subject_key
-
-    # Keys are scoped to subject, agent and context; the subject only as a digest.
-    return f"{subject_key(owner.subject)}/{owner.agent}/{quote(context_id, safe='')}"
-
-
 def ref(obj: StoredObject) -> str:
     return f"{REF}{quote(obj.key)}?versionId={quote(obj.version_id)}"
 
@@ -86,14 +61,6 @@ def ref(obj: StoredObject) -> str:
 def parse_ref(url: str) -> tuple[str, str]:
     parts = urlsplit(url[len(REF) :])
     return unquote(parts.path), parse_qs(parts.query).get("versionId", ["null"])[0]
-
-
-def clean_path(path: str) -> str:
-    """An output path: relative, no `..`, a conservative character set."""
-    normal = posixpath.normpath(path.strip().lstrip("/"))
-    if not _SAFE_PATH.match(normal) or normal.startswith("..") or normal in (".", ""):
-        raise ValueError(f"not a valid output path: {path!r}")
-    return normal
 
 
 def accepts(modes: Iterable[str], media_type: str) -> bool:
@@ -202,7 +169,7 @@ class FileService:
             data, served_type = self._fetcher.get(part.url or "", self._settings.max_file_bytes_in)
         except FileTooLarge:
             raise FileFetchFailed(name, f"larger than {self._settings.max_file_bytes_in} bytes") from None
-        except Exception as exc:  # refused address, network error, HTTP error: the turn fails, says which file
+        except Exception as exc:  # noqa: BLE001 - refused address, network error, HTTP error: the turn fails, says which file
             raise FileFetchFailed(name, str(exc) or type(exc).__name__) from None
         media_type = part.media_type or served_type or "application/octet-stream"
         key = f"inputs/{scope(owner, context_id)}/{quote(message_id, safe='')}/{index}-{posixpath.basename(name)}"

@@ -1,0 +1,77 @@
+"""Every port the service and the turn engine speak to, with the records and errors they exchange.
+
+Adapters (`nylorun.adapters`) implement these; wiring (`nylorun.wiring`) chooses which. The domain's errors
+and `Owner` are re-exported here, since every store method raises or takes them.
+"""
+
+from nylorun.domain.errors import (
+    ContextBusy,
+    DuplicateMessage,
+    InteractionClosed,
+    NotInState,
+    StateConflict,
+    StoreError,
+    TooLarge,
+    TurnCanceled,
+    VersionConflict,
+)
+from nylorun.domain.ids import Owner
+from nylorun.ports.files import Fetcher, FileStore, FileTooLarge, StoredObject
+from nylorun.ports.push import AddressRefused, Delivery, DeliveryQueue, HttpResult, Sender
+from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
+from nylorun.ports.tasks import (
+    FileVersions,
+    InvalidPageToken,
+    JournalEntry,
+    JournalKind,
+    JournalStore,
+    NewTurn,
+    PushConfigStore,
+    StoredPushConfig,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    TurnStore,
+)
+from nylorun.protocol.models import TaskStatus
+
+__all__ = [
+    "AddressRefused",
+    "ContextBusy",
+    "ContextQueue",
+    "Delivery",
+    "DeliveryQueue",
+    "DuplicateMessage",
+    "EventBus",
+    "Fetcher",
+    "FileStore",
+    "FileTooLarge",
+    "FileVersions",
+    "HttpResult",
+    "InteractionClosed",
+    "InvalidPageToken",
+    "JournalEntry",
+    "JournalKind",
+    "JournalStore",
+    "NewTurn",
+    "NotInState",
+    "Owner",
+    "PushConfigStore",
+    "Sender",
+    "StateConflict",
+    "StoreError",
+    "StoredObject",
+    "StoredPushConfig",
+    "TaskPage",
+    "TaskQuery",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
+    "TooLarge",
+    "TurnCanceled",
+    "TurnHandler",
+    "TurnOrchestrator",
+    "TurnStore",
+    "VersionConflict",
+]

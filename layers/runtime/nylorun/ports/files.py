@@ -1,0 +1,32 @@
+"""The file ports: the bucket that keeps files, and the fetcher of callers' `url` files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    version_id: str
+    size: int
+    sha256: str
+
+
+class FileStore(Protocol):
+    def put(self, key: str, data: bytes, media_type: str) -> StoredObject: ...
+
+    def get(self, key: str, version_id: str) -> bytes: ...
+
+    def presign(self, key: str, version_id: str, expires_seconds: int, filename: str | None = None) -> str: ...
+
+
+class FileTooLarge(Exception):
+    """A fetched file is larger than the `max_bytes` it was fetched with."""
+
+
+class Fetcher(Protocol):
+    def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
+        """The body and its Content-Type; FileTooLarge over `max_bytes`."""
+        ...

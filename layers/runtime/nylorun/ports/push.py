@@ -1,0 +1,55 @@
+"""The push ports: one delivery of one event to one push config, the queue that carries deliveries, and the
+HTTP sender that posts them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+
+class AddressRefused(Exception):
+    """The URL's host resolves only to addresses deliveries may not reach (SSRF protection)."""
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    status: int
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    event_id: str
+    task_id: str
+    config_id: str
+    kind: str  # "statusUpdate" | "artifactUpdate": the StreamResponse member it carries
+    payload: dict[str, Any]
+    first_attempt_at: float
+
+    @property
+    def webhook_id(self) -> str:
+        # Standard Webhooks: the same id on every retry of one delivery, so receivers can drop duplicates.
+        return "msg_" + hashlib.sha256(f"{self.event_id}\n{self.config_id}".encode()).hexdigest()[:32]
+
+    @property
+    def group(self) -> str:
+        return hashlib.sha256(f"{self.task_id}\n{self.config_id}".encode()).hexdigest()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, body: str) -> Delivery:
+        return cls(**json.loads(body))
+
+
+class Sender(Protocol):
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult: ...
+
+
+class DeliveryQueue(Protocol):
+    def send_delivery(self, delivery: Delivery) -> None: ...
+
+    def dead_letter(self, delivery: Delivery, reason: str) -> None: ...
