@@ -10,8 +10,8 @@
     def run(turn: Turn) -> None:
         turn.reply(f"Hello, {turn.text}!")
 
-Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve your own Agents beside the
-built-in ones.
+Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve them: the registry holds exactly the
+Agents named there (none by default; `nylorun serve` names the examples, nylorun_examples:AGENTS).
 """
 
 from __future__ import annotations
@@ -82,10 +82,8 @@ class AgentRegistry:
 
 
 def load_registry() -> AgentRegistry:
-    """The built-in Agents plus any named in NYLORUN_AGENTS ("module:attribute", comma-separated)."""
-    from nylorun.agents import BUILT_IN
-
-    registry = AgentRegistry(BUILT_IN)
+    """The Agents named in NYLORUN_AGENTS ("module:attribute", comma-separated); none when it is unset."""
+    registry = AgentRegistry()
     for ref in filter(None, (r.strip() for r in os.environ.get("NYLORUN_AGENTS", "").split(","))):
         module, _, attribute = ref.partition(":")
         found = getattr(importlib.import_module(module), attribute or "agent")
