@@ -28,6 +28,7 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 @contextmanager
 def _signals_stop() -> Iterator[None]:
     """SIGINT and SIGTERM end the `with` body by an exception; the cleanup after it is not interrupted."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also where it was inherited ignored (a `cmd &`)
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
         yield
