@@ -74,7 +74,7 @@ validate: $(SAM_STAMP)  ## sam validate --lint, and least privilege on the templ
 	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py template.yaml
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check layers functions tests
+	$(VENV)/bin/ruff check layers local client examples functions tests bench
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

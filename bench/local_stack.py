@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import nylorun.local.aws as local_aws
-import nylorun.local.pollers as local_pollers
+import nylorun_local.aws as local_aws
+import nylorun_local.pollers as local_pollers
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalOptions, LocalRuntime
 from nylorun.profile.extensions import INTERACTIONS
 from nylorun.wiring import Runtime
+from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 TOKEN = "bench-token"
 SKILLS = [Skill(id="bench", name="Bench", description="Benchmark agent.", tags=["bench"])]

@@ -16,8 +16,8 @@ from typing import Any
 from unittest import mock
 
 from mangum import Mangum
-from nylorun.local.aws import LambdaContext
 from nylorun.settings import Settings
+from nylorun_local.aws import LambdaContext
 
 from bench.stack import memory_stack
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from nylorun.adapters.memory import InMemoryContextQueue, InMemoryOrchestrator, InMemoryTaskStore
 from nylorun.api.app import create_app
 from nylorun.api.auth import Authenticator
-from nylorun.agents import BUILT_IN
+from nylorun_examples import AGENTS
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
@@ -29,7 +29,7 @@ class MemoryStack:
 
 def memory_stack(settings: Settings, registry: AgentRegistry | None = None) -> MemoryStack:
     """Composed as nylorun.wiring composes the AWS adapters; turns run synchronously when they start."""
-    registry = registry or AgentRegistry.from_env(BUILT_IN)
+    registry = registry or AgentRegistry.from_env(AGENTS)
     store, orchestrator, queue = InMemoryTaskStore(settings.max_task_bytes), InMemoryOrchestrator(), InMemoryContextQueue()
     scheduler = TurnScheduler(store, orchestrator, queue)
     orchestrator.attach(TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended))

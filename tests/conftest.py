@@ -12,8 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-
-from nylorun.local.runtime import LocalOptions, LocalRuntime
+from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 ALICE = "tok-alice"
 BOB = "tok-bob"

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ALICE
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver
 
 # The timeout covers the fixture's setup too: apt-get and npm ci on a fresh machine take minutes.

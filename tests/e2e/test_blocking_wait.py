@@ -19,10 +19,10 @@ import pytest
 from conftest import auth, user_message
 from fastapi.testclient import TestClient
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local import template
-from nylorun.local.runtime import LocalRuntime
 from nylorun.settings import Settings
 from nylorun.wiring import Runtime
+from nylorun_local import template
+from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
 

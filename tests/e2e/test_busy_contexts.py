@@ -17,11 +17,10 @@ from a2a.client import ClientCallContext, ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
 from a2a.utils.errors import UnsupportedOperationError
 from conftest import ALICE, auth, rpc, user_message
-
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import Owner, TaskStatus
 from nylorun.protocol.models import TaskState
+from nylorun_local.runtime import LocalRuntime
 
 SKILL = [Skill(id="t", name="t", description="test", tags=["test"])]
 

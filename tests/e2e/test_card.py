@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import auth
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ALICE
-from nylorun.agents.support import REFUNDS
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
+from nylorun_examples.support import REFUNDS
+from nylorun_local.runtime import LocalRuntime
 from standardwebhooks import Webhook
 
 pytestmark = pytest.mark.e2e
@@ -26,13 +26,13 @@ SHA256 = re.compile(r"sha256 [0-9a-f]{64}")
 
 
 def nylorun(*args: str, stdin: str = "", token: str | None = ALICE) -> subprocess.CompletedProcess[str]:
-    """`python -m nylorun.cli ARGS` with NYLORUN_TOKEN set, stdin fed, and output captured (as from a pipe)."""
+    """`python -m nylorun_client.command ARGS` with NYLORUN_TOKEN set, stdin fed, and output captured (as from a pipe)."""
     env = {k: v for k, v in os.environ.items() if k not in ("NYLORUN_TOKEN", "COLUMNS")}
     env["PYTHONIOENCODING"] = "utf-8"
     if token is not None:
         env["NYLORUN_TOKEN"] = token
     return subprocess.run(
-        [sys.executable, "-m", "nylorun.cli", *args],
+        [sys.executable, "-m", "nylorun_client.command", *args],
         input=stdin,
         check=False,
         capture_output=True,
@@ -248,7 +248,7 @@ def test_webhook_receiver_verifies_signatures_and_rejects_a_tampered_body(
     assert secret
     # Given `nylorun webhooks` on a free port with the push secret
     receiver = subprocess.Popen(
-        [sys.executable, "-m", "nylorun.cli", "webhooks", "--port", "0", "--secret", secret],
+        [sys.executable, "-m", "nylorun_client.command", "webhooks", "--port", "0", "--secret", secret],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -19,7 +19,7 @@ import pytest
 from a2a_caller import EFFECTS, FILES, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY
 from conftest import auth, rpc, user_message
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from test_push import Receiver
 
 MINE = {"mine": {"kept": True}}  # a caller's own metadata: it must round-trip in every tier

@@ -21,10 +21,9 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from conftest import ALICE, rpc, user_message
 from fastapi.testclient import TestClient
 from google.protobuf import json_format
-
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
 from nylorun.wiring import Runtime
+from nylorun_local.runtime import LocalRuntime
 
 FILES = "https://docs.nylorun.com/a2a/files/v1"
 SERVED = b"bytes served over http \x00\x01\x02"

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ALICE, BOB, rpc, user_message
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from table_scope import TableScan, settled, snapshot
 
 pytestmark = pytest.mark.e2e

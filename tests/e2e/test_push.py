@@ -16,12 +16,12 @@ import pytest
 from conftest import auth, rpc, user_message
 from nylorun.adapters.webhooks import AddressRefused, WebhookSender
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
+from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver
 
 INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from conftest import BOB, auth, rpc, user_message
 from fastapi.testclient import TestClient
-from nylorun.local.runtime import LocalRuntime
 from nylorun.wiring import Runtime
+from nylorun_local.runtime import LocalRuntime
 from table_scope import TableScan, settled, snapshot
 
 pytestmark = pytest.mark.e2e

@@ -49,7 +49,7 @@ from a2a.utils.errors import (
 from conftest import ALICE, BOB, auth, rpc, user_message
 from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import A2A, user_message
-from nylorun.local.aws import free_port
+from nylorun_local.aws import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def served() -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "NYLORUN_AGENTS": "slow_agent:agent", "PYTHONPATH": str(HERE)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "nylorun.cli", "serve", "--auth", "none", "--port", str(port),
+        [sys.executable, "-m", "nylorun_client.command", "serve", "--auth", "none", "--port", str(port),
          "--no-push", "--wait-ms", "1000"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip

@@ -16,10 +16,10 @@ from conftest import auth, rpc, user_message
 from nylorun.adapters.dynamodb import DynamoTaskStore
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import JournalEntry, NewTurn, Owner, TaskQuery, TaskStore, TooLarge
 from nylorun.profile.extensions import Interaction
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
+from nylorun_local.runtime import LocalRuntime
 from table_scope import TableScan, settled, snapshot
 
 MAX_ANSWER = 5 * 1024 * 1024  # no answer exceeds 5 MiB (Lambda's limit is 6 MB)

@@ -25,9 +25,9 @@ import httpx
 import pytest
 from botocore.client import BaseClient
 from conftest import auth, user_message
-from nylorun.local import aws as local_aws
-from nylorun.local.runtime import LocalRuntime
 from nylorun.wiring import Runtime
+from nylorun_local import aws as local_aws
+from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
 

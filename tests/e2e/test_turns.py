@@ -25,11 +25,10 @@ from a2a_caller import (
     status_ext,
 )
 from conftest import ALICE, rpc, user_message
-from table_scope import settled, snapshot
-
-from nylorun.agents.support import REFUNDS
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
+from nylorun_examples.support import REFUNDS
+from nylorun_local.runtime import LocalRuntime
+from table_scope import settled, snapshot
 
 SKILL = [Skill(id="t", name="t", description="test", tags=["test"])]
 

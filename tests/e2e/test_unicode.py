@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import user_message
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from table_scope import TableScan, settled, snapshot
 from test_bad_input import assert_error, assert_no_internals, envelope, post, violated_fields
 

@@ -15,18 +15,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from conftest import ALICE, rpc, user_message
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.local.aws import LambdaContext
-from nylorun.local.runtime import LocalRuntime
-from nylorun.local.template import REPO_ROOT
 from nylorun.ports import Owner, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.scheduler import queue_group
+from nylorun_local.aws import LambdaContext
+from nylorun_local.runtime import LocalRuntime
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.integration
 

@@ -10,13 +10,15 @@ import importlib.util
 import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from nylorun.local.aws import LambdaContext
-from nylorun.local.runtime import LocalRuntime
-from nylorun.local.template import REPO_ROOT
+from nylorun_local.aws import LambdaContext
+from nylorun_local.runtime import LocalRuntime
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 EVENTS = REPO_ROOT / "events"
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nylorun.local.runtime import LocalRuntime
-from nylorun.local.template import REPO_ROOT
 from nylorun.protocol import jsonrpc
 from nylorun.protocol.models import SendMessageRequest, TaskState
 from nylorun.service.a2a import Caller
+from nylorun_local.runtime import LocalRuntime
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 EVENTS = REPO_ROOT / "events"
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from nylorun.adapters.dynamodb import DynamoTaskStore, derive_task_id
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
@@ -28,6 +27,7 @@ from nylorun.ports import (
 )
 from nylorun.profile.extensions import Interaction
 from nylorun.protocol.models import Message, Part, Role, TaskState, TaskStatus
+from nylorun_local.runtime import LocalRuntime
 
 
 @pytest.fixture()

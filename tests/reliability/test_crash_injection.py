@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 from nylorun.engine import Turn
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import JournalEntry
+from nylorun_local.runtime import LocalRuntime
 from reliability_kit import (
     EFFECTS,
     INTERACTIONS,

@@ -14,15 +14,15 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from nylorun.engine import Turn
-from nylorun.local import aws as local_aws
-from nylorun.local.runtime import LocalRuntime
-from nylorun.local.template import REPO_ROOT
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
+from nylorun_local import aws as local_aws
+from nylorun_local.runtime import LocalRuntime
 from reliability_kit import (
     INTERACTIONS,
     Probe,
@@ -36,6 +36,8 @@ from reliability_kit import (
     status_ext,
     user_message,
 )
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.e2e
 

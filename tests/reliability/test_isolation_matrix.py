@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from reliability_kit import ALICE, BOB, all_tasks, error_code, rpc, user_message
 
 pytestmark = pytest.mark.e2e

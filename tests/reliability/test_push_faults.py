@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nylorun.local.aws import free_port
-from nylorun.local.runtime import LocalRuntime
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
 from nylorun.service.push import Delivery, Outcome
 from nylorun.wiring import Runtime
+from nylorun_local.aws import free_port
+from nylorun_local.runtime import LocalRuntime
 from reliability_kit import Receiver, poll, rpc, user_message
 
 pytestmark = pytest.mark.e2e

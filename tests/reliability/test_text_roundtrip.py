@@ -25,7 +25,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local.runtime import LocalRuntime
 from reliability_kit import TableScan, auth, settled, snapshot, user_message
 
 pytestmark = [

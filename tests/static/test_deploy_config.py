@@ -8,12 +8,13 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
-from nylorun.local import template
+from nylorun_local import template
 
-ROOT = template.REPO_ROOT
+ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ["Parameters", "Globals", "API", "Data", "Workflow", "Queues", "Events", "Push", "Files", "Alarms", "Outputs"]
 ALARM_ACTIONS = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from iam_policy import STAR_ONLY_ACTIONS, template_problems
-from nylorun.local import template
+from nylorun_local import template
 
 
 def real_template() -> dict[str, Any]:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nylorun.local import template
-from nylorun.local.runtime import LocalRuntime
+from nylorun_local import template
+from nylorun_local.runtime import LocalRuntime
 
-ROOT = template.REPO_ROOT
+ROOT = Path(__file__).resolve().parents[2]
 DUMMY_ARN = "arn:aws:lambda:us-east-1:123456789012:function:static-check-dummy"
 PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
 PSEUDO = {

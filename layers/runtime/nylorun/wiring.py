@@ -18,10 +18,6 @@ from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
-
-# The demo Agents still live in the package (`nylorun.agents`, outside the ladder); wiring is the one module
-# of the ladder that names them, and only to pass them to the registry (see [tool.importlinter]).
-from nylorun.agents import BUILT_IN
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
 from nylorun.engine.runner import TurnRunner
@@ -121,4 +117,4 @@ class Runtime:
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
-    return Runtime(settings=settings or Settings.from_env(), registry=AgentRegistry.from_env(BUILT_IN))
+    return Runtime(settings=settings or Settings.from_env(), registry=AgentRegistry.from_env())

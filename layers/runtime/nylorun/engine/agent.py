@@ -10,9 +10,8 @@
     def run(turn: Turn) -> None:
         turn.reply(f"Hello, {turn.text}!")
 
-Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve your own Agents beside the
-built-in ones (which the caller of `AgentRegistry.from_env` passes in: `nylorun.wiring` passes
-`nylorun.agents.BUILT_IN`).
+Set `NYLORUN_AGENTS=my_package.agents:hello,other.module:agent` to serve them: the registry holds exactly the
+Agents named there (none by default; `nylorun serve` names the examples, nylorun_examples:AGENTS).
 """
 
 from __future__ import annotations
@@ -94,6 +93,6 @@ class AgentRegistry:
         return registry
 
 
-def load_registry(builtins: Iterable[Agent] = ()) -> AgentRegistry:
-    """`AgentRegistry.from_env(builtins)`."""
-    return AgentRegistry.from_env(builtins)
+def load_registry() -> AgentRegistry:
+    """The Agents named in NYLORUN_AGENTS ("module:attribute", comma-separated); none when it is unset."""
+    return AgentRegistry.from_env()

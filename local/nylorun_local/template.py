@@ -1,4 +1,9 @@
-"""Read template.yaml: the one source of truth for the names, keys and definitions the local Runtime creates."""
+"""Read template.yaml: the one source of truth for the names, keys and definitions the local Runtime creates.
+
+The template, the functions' code and the state machine definitions travel with this package as `sam-stack/`: in the
+repository its entries are symlinks to the top-level template.yaml, functions/ and statemachines/; a wheel holds
+copies of them, so `nylorun serve` runs from an installed package too.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from typing import Any
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
-TEMPLATE = REPO_ROOT / "template.yaml"
+STACK_ROOT = Path(__file__).parent / "sam-stack"  # the template's CodeUri and DefinitionUri are relative to it
+TEMPLATE = STACK_ROOT / "template.yaml"
 
 
 class _CfnLoader(yaml.SafeLoader):  # type: ignore[misc]

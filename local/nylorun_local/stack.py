@@ -15,8 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from nylorun.local import template
-from nylorun.local.aws import ACCOUNT, REGION, LocalAws, register_handler
+from nylorun_local import template
+from nylorun_local.aws import ACCOUNT, REGION, LocalAws, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
 FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction", "PushFunction", "SweepFunction")
@@ -107,7 +107,7 @@ def load_handler(logical_id: str) -> ModuleType:
     """Import functions/<name>/app.py under a unique module name (every function's module is `app`)."""
     code_uri = template.properties(logical_id)["CodeUri"]
     module_file, attribute = template.properties(logical_id)["Handler"].split(".")
-    path = template.REPO_ROOT / code_uri / f"{module_file}.py"
+    path = template.STACK_ROOT / code_uri / f"{module_file}.py"
     spec = importlib.util.spec_from_file_location(f"nylorun_function_{logical_id}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -119,7 +119,7 @@ def load_handler(logical_id: str) -> ModuleType:
 
 def definition(logical_id: str, substitutions: dict[str, str]) -> str:
     props = template.properties(logical_id)
-    text = str((template.REPO_ROOT / props["DefinitionUri"]).read_text())
+    text = str((template.STACK_ROOT / props["DefinitionUri"]).read_text())
     for key, value in substitutions.items():
         text = text.replace("${" + key + "}", value)
     return text

@@ -30,8 +30,8 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from nylorun.client.client import PROFILE_V2, ClientError, NylorunClient
-from nylorun.client.views import MessageView, TaskView
+from nylorun_client.client import PROFILE_V2, ClientError, NylorunClient
+from nylorun_client.views import MessageView, TaskView
 
 # Exit codes: 0 done (a task that ended COMPLETED), 1 an error or a task that ended otherwise,
 # 3 the task still waits for a person: an answer this run did not give (stdin closed, or consent asked in
@@ -57,7 +57,7 @@ STATE_STYLES = {
 
 # ---------------------------------------------------------------------------------------------- parser
 def add_commands(commands: Any) -> None:
-    """Add the client commands to `nylorun`'s subparsers (`serve` stays as it is in nylorun.cli)."""
+    """Add the client commands to `nylorun`'s subparsers (`serve` comes from nylorun_local.serve)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--token", default=os.environ.get("NYLORUN_TOKEN"), help="bearer token (default: $NYLORUN_TOKEN)"
@@ -190,7 +190,7 @@ def _answer(args: argparse.Namespace) -> int:
 
 
 def _webhooks(args: argparse.Namespace) -> int:
-    from nylorun.client.webhooks import serve_webhooks
+    from nylorun_client.webhooks import serve_webhooks
 
     if not args.secret:
         print("error: give the push secret with --secret whsec_… or NYLORUN_PUSH_SECRET", file=sys.stderr)

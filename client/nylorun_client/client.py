@@ -27,9 +27,9 @@ from a2a.types import (
     SendMessageRequest,
     TaskState,
 )
-
-from nylorun.client.views import MessageView, TaskView, message_view, task_view
 from nylorun.profile.extensions import EFFECTS, FILES, INTERACTIONS, PROGRESS, TELEMETRY, Interaction
+
+from nylorun_client.views import MessageView, TaskView, message_view, task_view
 
 PROFILE_V2: tuple[str, ...] = (INTERACTIONS, EFFECTS, PROGRESS, TELEMETRY, FILES)
 # A blocking SendMessage may wait up to the Runtime's a2aWaitMs (5 minutes by default) before it answers.

@@ -14,8 +14,6 @@ from typing import Any, TypeVar
 from a2a.types import Artifact, Message, Part, Task, TaskState
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
-from pydantic import BaseModel, ValidationError
-
 from nylorun.profile.extensions import (
     EFFECTS,
     FILES,
@@ -28,6 +26,7 @@ from nylorun.profile.extensions import (
     Progress,
     Telemetry,
 )
+from pydantic import BaseModel, ValidationError
 
 TERMINAL = frozenset(
     {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}

@@ -13,15 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
-
 from nylorun.engine.agent import Agent
-from nylorun.local.aws import LocalAws, free_port
-from nylorun.local.pollers import QueuePoller, StreamPoller
-from nylorun.local.stack import LocalStack, create_stack, start_functions
 from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
 
+from nylorun_local.aws import LocalAws, free_port
+from nylorun_local.pollers import QueuePoller, StreamPoller
+from nylorun_local.stack import LocalStack, create_stack, start_functions
+
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
+# The example Agents (echo, tck, support), served locally unless LocalOptions.examples is False.
+EXAMPLE_AGENTS = "nylorun_examples:AGENTS"
+# NYLORUN_AGENTS as the process got it, before a LocalRuntime set it: a local Runtime serves those Agents too.
+_CALLER_AGENTS = os.environ.get("NYLORUN_AGENTS", "")
 
 
 @dataclass
@@ -33,6 +37,7 @@ class LocalOptions:
     push_secret: str | None = None
     push: bool = True  # False: no push secret, so the card says pushNotifications false (Profile v2)
     a2a_wait_ms: int | None = None
+    examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside any named in $NYLORUN_AGENTS
     interaction_timeout_seconds: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -79,6 +84,7 @@ class LocalRuntime:
             "NYLORUN_FILES_BUCKET": self.stack.files_bucket,
             "NYLORUN_FETCH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
+            "NYLORUN_AGENTS": agent_refs(opts.examples),
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
@@ -149,6 +155,12 @@ class LocalRuntime:
         for poller in self._pollers:
             poller.stop()
         self.aws.stop()
+
+
+def agent_refs(examples: bool) -> str:
+    """NYLORUN_AGENTS for a local Runtime: the examples (unless left out), then the caller's own."""
+    refs = ([EXAMPLE_AGENTS] if examples else []) + [r.strip() for r in _CALLER_AGENTS.split(",") if r.strip()]
+    return ",".join(dict.fromkeys(refs))
 
 
 def _new_push_secret() -> str:

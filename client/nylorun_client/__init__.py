@@ -6,12 +6,13 @@
             task = await client.answer(task.id, "A-1001")
 
 Built on the a2a-sdk client (`pip install 'nylorun-runtime-aws[client]'`); `nylorun send` and friends
-(`nylorun.client.cli`) are its command line.
+(`nylorun_client.cli`) are its command line.
 """
 
-from nylorun.client.client import PROFILE_V2, ClientError, NoOpenInteraction, NylorunClient
-from nylorun.client.views import ArtifactView, MessageView, TaskView, task_view
 from nylorun.profile.extensions import FileVersion, Interaction, PlanStep, Telemetry
+
+from nylorun_client.client import PROFILE_V2, ClientError, NoOpenInteraction, NylorunClient
+from nylorun_client.views import ArtifactView, MessageView, TaskView, task_view
 
 __all__ = [
     "PROFILE_V2",

@@ -11,9 +11,10 @@ import threading
 import time
 from typing import Any
 
-from nylorun.local.activity import ACTIVITY, Backoff, watch_boto3_writes
-from nylorun.local.aws import LocalAws, invoke_registered
 from nylorun.observability import logger
+
+from nylorun_local.activity import ACTIVITY, Backoff, watch_boto3_writes
+from nylorun_local.aws import LocalAws, invoke_registered
 
 # Stream records only follow table writes, and every table write wakes the poller: it can sleep long.
 STREAM_IDLE_MAX_SECONDS = 5.0

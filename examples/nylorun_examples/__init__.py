@@ -1,0 +1,14 @@
+"""Example Agents, not part of the Runtime: `echo`, `tck` (the A2A TCK's scenarios) and `support` (every
+profile feature).
+
+They are served only when named: `nylorun serve` names them by default (NYLORUN_AGENTS="nylorun_examples:AGENTS"),
+a deployment when its `Agents` parameter does (the ExamplesLayer ships this package to /opt/python).
+"""
+
+from nylorun.engine.agent import Agent
+
+from nylorun_examples.echo import agent as echo
+from nylorun_examples.support import agent as support
+from nylorun_examples.tck import agent as tck
+
+AGENTS: list[Agent] = [echo, tck, support]

@@ -1,0 +1,137 @@
+"""`nylorun serve`: the local Runtime in the foreground, until SIGINT (^C) or SIGTERM.
+
+Either signal stops it cleanly: uvicorn finishes the requests in flight, then the pollers and moto stop, and
+the command exits 0 (a stop that was asked for is not a failure) without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from nylorun_local.runtime import EXAMPLE_AGENTS, LocalOptions, LocalRuntime
+
+
+class _Stop(Exception):
+    """SIGTERM, raised where the main thread is (as SIGINT raises KeyboardInterrupt)."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signum)
+
+
+@contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGINT and SIGTERM end the `with` body by an exception; the cleanup after it is not interrupted."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also where it was inherited ignored (a `cmd &`)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        yield
+    finally:
+        # uvicorn re-raises the signal it caught once it has shut down; from here on, a second ^C must not cut the
+        # cleanup short (the pollers and moto stop within seconds).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    tokens = dict(pair.split("=", 1) for pair in args.token) if args.token else {}
+    local = LocalRuntime(
+        LocalOptions(
+            host=args.host,
+            port=args.port,
+            auth=args.auth,
+            dev_tokens=tokens,
+            push_secret=args.push_secret,
+            push=not args.no_push,
+            a2a_wait_ms=args.wait_ms,
+            examples=not args.no_examples,
+        )
+    )
+    stopped_by = ""
+    try:
+        with _signals_stop():
+            try:
+                _announce(local, args)
+                local.serve_forever()
+            except KeyboardInterrupt:
+                stopped_by = "SIGINT"
+            except _Stop:
+                stopped_by = "SIGTERM"
+    finally:
+        local.stop()
+    if stopped_by:
+        print(f"Nylorun Runtime stopped ({stopped_by}): the api, the pollers and moto are down.", flush=True)
+    return 0
+
+
+def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
+    runtime = local.prepare()
+    print("Nylorun Runtime (local: moto stands in for AWS, nothing leaves this machine)")
+    if local.options.examples:
+        print(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and any in $NYLORUN_AGENTS")
+    else:
+        print("  Agents: those in $NYLORUN_AGENTS (--no-examples)")
+    for name in runtime.registry.names():
+        print(f"  {name:<8} {local.agent_url(name)}/.well-known/agent-card.json")
+    if not runtime.registry.names():
+        print("  (none: every Agent URL answers 404; name yours with NYLORUN_AGENTS=module:attribute)")
+    if args.auth == "dev":
+        for token, subject in local.options.dev_tokens.items():
+            print(f"  bearer token for subject {subject!r}: {token}")
+    else:
+        print("  auth: none (every caller is the subject 'anonymous')")
+    if local.options.push_secret:
+        print(f"  push secret (verify deliveries with it): {local.options.push_secret}")
+    else:
+        print("  push: off (the cards say pushNotifications: false; push methods answer -32003)")
+    print(f"  blocking SendMessage waits up to {runtime.settings.a2a_wait_ms} ms")
+    print("  stop it with ^C (or SIGTERM)")
+    if "echo" in runtime.registry.names():
+        print("Try:")
+        first = next(iter(local.options.dev_tokens), "")
+        auth_header = f" -H 'Authorization: Bearer {first}'" if args.auth == "dev" else ""
+        print(
+            f"  curl -s {local.agent_url('echo')} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json'{auth_header} \\\n"
+            """    -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":"""
+            """{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'"""
+        )
+    sys.stdout.flush()
+
+
+def _wait_ms(value: str) -> int:
+    # The Runtime's own bounds for a2aWaitMs (settings): 0 to 15 minutes.
+    if not value.isdigit() or int(value) > 900_000:
+        raise argparse.ArgumentTypeError("a whole number of milliseconds from 0 to 900000")
+    return int(value)
+
+
+def add_serve_command(commands: Any) -> None:
+    """`nylorun serve` on the `nylorun` command's subparsers (nylorun_client.command)."""
+    serve = commands.add_parser("serve", help="start the local Runtime (moto for AWS, all in-process)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--auth", choices=["dev", "none"], default="dev")
+    serve.add_argument(
+        "--token", action="append", metavar="TOKEN=SUBJECT", help="a dev bearer token and its subject (repeatable)"
+    )
+    serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
+    serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")
+    serve.add_argument(
+        "--wait-ms",
+        type=_wait_ms,
+        default=None,
+        metavar="N",
+        help="how long a blocking SendMessage waits before answering (a2aWaitMs; default 300000)",
+    )
+    serve.add_argument(
+        "--no-examples",
+        action="store_true",
+        help=f"serve only the Agents named in $NYLORUN_AGENTS, not the examples ({EXAMPLE_AGENTS})",
+    )
+    serve.set_defaults(run=_serve)
