@@ -6,8 +6,10 @@ app over the same stack (see `make_app`).
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -92,3 +94,17 @@ def table_items(local_runtime: LocalRuntime) -> Callable[[], list[dict[str, Any]
         return sorted(items, key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
 
     return scan
+
+
+UNIT = Path(__file__).parent / "unit"
+
+
+@pytest.fixture(autouse=True)
+def unit_tier_stays_off_aws(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The unit tier runs on plain objects and the in-memory adapters: when a run holds only tests/unit
+    (`make unit`), every test checks that nothing imported moto (a test that needs AWS belongs in
+    tests/integration)."""
+    yield
+    unit_only = all(UNIT in Path(item.path).parents for item in request.session.items)
+    if unit_only and "moto" in sys.modules:
+        pytest.fail("moto was imported by the unit tier: unit tests use the in-memory adapters only")
