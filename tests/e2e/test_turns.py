@@ -222,6 +222,21 @@ def test_an_answer_not_listed_in_extensions_is_refused_with_what_to_add(
     assert f"send:{task['id']}" not in agents["probe"].calls
 
 
+def test_a_retried_text_reply_is_recorded_once(local_runtime: LocalRuntime, agents: dict) -> None:
+    # Given an open approval and a text reply to it
+    url = local_runtime.agent_url("t-approve")
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {ALICE}", "A2A-Extensions": INTERACTIONS}
+    task = rpc(url, "SendMessage", {"message": user_message("pay")}, headers=headers)["result"]["task"]
+    reply = user_message("yes please", taskId=task["id"])
+    first = rpc(url, "SendMessage", {"message": reply}, headers=headers)["result"]["task"]
+    # When the caller retries that very message (its answer was lost on the way back)
+    again = rpc(url, "SendMessage", {"message": reply}, headers=headers)["result"]["task"]
+    # Then the retry is the same message: in history once, and the answer is the task as the first left it
+    ids = [m["messageId"] for m in again["history"]]
+    assert ids.count(reply["messageId"]) == 1
+    assert len(again["history"]) == len(first["history"])
+
+
 def test_unknown_or_answered_interaction_id_is_invalid_params(local_runtime: LocalRuntime, agents: dict) -> None:
     async def body() -> None:
         async with caller(local_runtime, "t-approve") as alice:

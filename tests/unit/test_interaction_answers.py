@@ -161,9 +161,7 @@ def test_of_two_different_answers_to_one_interaction_exactly_one_wins() -> None:
     assert [m.message_id for m in record.history if m.role == Role.USER][1:] == ["m-no"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: append_history (both stores) does not record the reply's retry key, "
-                   "so a retried text reply is taken as a new one: recorded twice, with a second reminder")
-def test_bug_a_retried_text_reply_to_an_approval_is_recorded_twice() -> None:
+def test_a_retried_text_reply_to_an_approval_is_recorded_once() -> None:
     # Given a task waiting for an approval, and a caller whose text reply timed out on its way back
     rt = approver(Calls())
     task = rt.send("pay")

@@ -614,7 +614,14 @@ class DynamoTaskStore:
                     raise
         raise VersionConflict(f"task {task_id} kept changing")
 
-    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+    def append_history(
+        self,
+        task_id: str,
+        messages: Sequence[Message],
+        status: TaskStatus | None,
+        *,
+        sender: tuple[Owner, str] | None = None,
+    ) -> None:
         """Append messages (and optionally replace the status message, same state) without a state change."""
         if status is not None:
             check_status(status, None)
@@ -641,6 +648,17 @@ class DynamoTaskStore:
             }
             if names:
                 update["ExpressionAttributeNames"] = names
+            once: list[dict[str, Any]] = []
+            if sender is not None:
+                once = [
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": {**self._mid_key(*sender), **_item({"taskId": task_id})},
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    }
+                ]
             try:
                 self._db.transact_write_items(
                     TransactItems=[{"Update": update}]
@@ -648,11 +666,14 @@ class DynamoTaskStore:
                         {"Put": {"TableName": self._table, "Item": self._message_item(task_id, seq + i + 1, m)}}
                         for i, m in enumerate(messages)
                     ]
+                    + once
                 )
                 return
             except ClientError as exc:
                 if not _is(exc, "TransactionCanceledException"):
                     raise
+                if once and _reasons(exc)[-1] == "ConditionalCheckFailed":
+                    raise DuplicateMessage(task_id) from None
         raise VersionConflict(f"task {task_id} kept changing")
 
     def answer_interaction(

@@ -283,14 +283,25 @@ class InMemoryTaskStore:
             else:
                 record.artifacts = [*record.artifacts, artifact]
 
-    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+    def append_history(
+        self,
+        task_id: str,
+        messages: Sequence[Message],
+        status: TaskStatus | None,
+        *,
+        sender: tuple[Owner, str] | None = None,
+    ) -> None:
         """Append messages, optionally replacing the status (same state): the task keeps its place in lists."""
         if status is not None:
             check_status(status, None)
         added = checked_bytes(messages)
         with self._lock:
             task = self._task(task_id)
+            if sender is not None and sender in self._messages:
+                raise DuplicateMessage(self._messages[sender])
             task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes, reserve=CALLER_HEADROOM)
+            if sender is not None:
+                self._messages[sender] = task_id
             task.record.history = [*task.record.history, *messages]
             if status is not None:
                 task.record.status = status

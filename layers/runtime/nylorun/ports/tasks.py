@@ -175,9 +175,17 @@ class TurnStore(Protocol):
         leave less than `CALLER_HEADROOM` of the task's budget."""
         ...
 
-    def append_history(self, task_id: str, messages: Sequence[Message], status: TaskStatus | None) -> None:
+    def append_history(
+        self,
+        task_id: str,
+        messages: Sequence[Message],
+        status: TaskStatus | None,
+        *,
+        sender: tuple[Owner, str] | None = None,
+    ) -> None:
         """Append a caller's message (and the Runtime's note on it) without a state change; TooLarge as for
-        `answer_interaction`."""
+        `answer_interaction`. With `sender` (owner, the message's retry key), the message is recorded once:
+        DuplicateMessage if that key was seen before."""
         ...
 
 

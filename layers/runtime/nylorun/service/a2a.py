@@ -266,7 +266,7 @@ class A2AService:
             # Decision: a question may be answered by text in every tier (approvals never).
             value = {"value": message.text()}
         else:
-            return self._text_does_not_approve(record, message)
+            return self._text_does_not_approve(record, message, retry_key)
 
         stored = message.model_copy(update={"task_id": record.task_id})
         try:
@@ -295,27 +295,32 @@ class A2AService:
         return self._store.get(record.task_id) or record
 
     @staticmethod
-    def _resuming(record: TaskRecord) -> Message:
-        """The status right after an answer: the turn resumes, and the plan stays in view (progress/v1)."""
-        message = agent_text(record, "Answer received; continuing.")
+    def _resuming(record: TaskRecord, text: str = "Answer received; continuing.") -> Message:
+        """A status message the service writes on a task (by default: right after an answer, the turn
+        resumes), with the plan still in view (progress/v1)."""
+        message = agent_text(record, text)
         if record.plan:
             metadata, extensions = with_extension(None, None, PROGRESS, Progress(steps=record.plan))
             message = message.model_copy(update={"metadata": metadata, "extensions": extensions})
         return message
 
-    def _text_does_not_approve(self, record: TaskRecord, message: Message) -> TaskRecord:
-        """Profile v2: text never approves. The approval stays open and the status message says why."""
+    def _text_does_not_approve(self, record: TaskRecord, message: Message, retry_key: str) -> TaskRecord:
+        """Profile v2: text never approves. The approval stays open and the status message says why, with
+        the plan still in view (progress/v1)."""
         interaction = record.interaction
         assert interaction is not None
-        reminder = agent_text(record, text_does_not_approve(interaction))
-        metadata, extensions = with_extension(None, None, INTERACTIONS, interaction)
+        reminder = self._resuming(record, text_does_not_approve(interaction))
+        metadata, extensions = with_extension(reminder.metadata, reminder.extensions, INTERACTIONS, interaction)
         reminder = reminder.model_copy(update={"metadata": metadata, "extensions": extensions})
         try:
             self._store.append_history(
                 record.task_id,
                 [message.model_copy(update={"task_id": record.task_id}), reminder],
                 TaskStatus(state=record.state, message=reminder, timestamp=record.status.timestamp),
+                sender=(record.owner, retry_key),  # a retried text reply is recorded once
             )
+        except DuplicateMessage:
+            pass
         except TooLarge as large:
             raise _over_budget(large) from None
         return self._store.get(record.task_id) or record
