@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from boto3.dynamodb.types import TypeSerializer
+from nylorun.adapters.dynamodb import decode_change
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.events import (
     ARTIFACT_UPDATED,
@@ -18,7 +19,6 @@ from nylorun.events import (
     STATUS_CHANGED,
     TURN_USAGE,
     RuntimeEvent,
-    from_stream_record,
 )
 from nylorun.ports import NewTurn
 from nylorun.profile.extensions import TELEMETRY, PlanStep
@@ -76,6 +76,23 @@ class Task:
         return {"PK": f"TASK#{self.id}", "SK": "ART#report", "body": body, "order": order}
 
 
+class Heads:
+    """A store that knows only the heads it is given."""
+
+    def __init__(self, heads: dict[str, dict[str, Any]] | None) -> None:
+        self._heads = heads or {}
+
+    def head(self, task_id: str) -> dict[str, Any] | None:
+        return self._heads.get(task_id)
+
+
+def from_stream_record(record: dict[str, Any], heads: dict[str, dict[str, Any]] | None = None) -> list[RuntimeEvent]:
+    """The events the publisher makes of one stream record (decoded by the DynamoDB adapter)."""
+    bus = Bus()
+    EventPublisher(Heads(heads), bus, decode_change).publish_record(record)
+    return bus.events
+
+
 def kinds(events: list[RuntimeEvent]) -> list[str]:
     return [e.detail_type for e in events]
 
@@ -85,7 +102,7 @@ def test_the_sample_stream_record_of_a_completed_turn_is_a_status_change_and_its
     record = json.loads(SAMPLE.read_text())["Records"][0]
     bus = Bus()
     # When the publisher handles it
-    count = EventPublisher(InMemoryTaskStore(), bus).publish_record(record)
+    count = EventPublisher(InMemoryTaskStore(), bus, decode_change).publish_record(record)
     # Then a consumer gets the new status and the turn's usage, addressed to the task's subject and agent
     assert count == 2 and kinds(bus.events) == [STATUS_CHANGED, TURN_USAGE]
     status, usage = (e.detail for e in bus.events)
@@ -154,7 +171,7 @@ def test_an_artifact_is_announced_to_its_tasks_owner_once_per_content() -> None:
     # Given a task and its artifact item
     task = Task()
     bus = Bus()
-    publisher = EventPublisher(task.store, bus)
+    publisher = EventPublisher(task.store, bus, decode_change)
     first = task.artifact_item("v1")
     # When the artifact is written, delivered twice, moved without a change, then rewritten
     for record in (stream_record(first), stream_record(first), stream_record({**first, "order": 2}, first),
@@ -188,4 +205,4 @@ def test_a_failed_publish_raises_so_the_stream_delivers_the_record_again() -> No
             raise ConnectionError("EventBridge unavailable")
 
     with pytest.raises(ConnectionError):
-        EventPublisher(InMemoryTaskStore(), Down()).publish_record(stream_record(Task().item()))
+        EventPublisher(InMemoryTaskStore(), Down(), decode_change).publish_record(stream_record(Task().item()))

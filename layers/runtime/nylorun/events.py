@@ -1,8 +1,10 @@
-"""Runtime events, made from the table's change stream (see docs/events.md).
+"""Runtime events, made from the table's changes (see docs/events.md).
 
 Events are derived from DynamoDB stream records, so an event exists only for a change that was committed,
 and none is skipped (the stream is retried until the publisher succeeds): duplicates are possible, gaps are
-not. Each event has a stable `eventId`, so consumers can drop duplicates.
+not. Each event has a stable `eventId`, so consumers can drop duplicates. The store's adapter decodes stream
+records into the typed changes below (`TaskChanged`, `ArtifactChanged`); this module never sees DynamoDB
+attribute values.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
-
-from boto3.dynamodb.types import TypeDeserializer
 
 from nylorun.profile.extensions import TELEMETRY
 from nylorun.protocol.models import TaskState
@@ -25,53 +25,68 @@ TURN_USAGE = "Turn Usage"
 # EventBridge takes at most 256 KB an entry; an artifact bigger than this is announced without its parts.
 MAX_DETAIL_BYTES = 200_000
 
-_de = TypeDeserializer()
-
-
 @dataclass(frozen=True)
 class RuntimeEvent:
     detail_type: str
     detail: dict[str, Any]
 
 
-def _image(record: dict[str, Any], which: str) -> dict[str, Any] | None:
-    image = record.get("dynamodb", {}).get(which)
-    return {k: _de.deserialize(v) for k, v in image.items()} if image else None
+@dataclass(frozen=True)
+class TaskImage:
+    """A task item as a change shows it: owner, place, state, and the status and plan as wire JSON."""
+
+    task_id: str
+    context_id: str
+    subject: str
+    agent: str
+    turn: int
+    state: TaskState
+    status: str
+    plan: str | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class TaskChanged:
+    new: TaskImage
+    old: TaskImage | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactChanged:
+    task_id: str
+    body: str  # the artifact's wire JSON
+    old_body: str | None = None
+
+
+Change = TaskChanged | ArtifactChanged
 
 
 def _event_id(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
-def _base(task: dict[str, Any]) -> dict[str, Any]:
+def _base(task: TaskImage) -> dict[str, Any]:
     return {
-        "subject": task["subject"],
-        "agent": task["agent"],
-        "taskId": task["taskId"],
-        "contextId": task["contextId"],
-        "turn": int(task["turn"]),
+        "subject": task.subject,
+        "agent": task.agent,
+        "taskId": task.task_id,
+        "contextId": task.context_id,
+        "turn": task.turn,
     }
 
 
-def from_stream_record(record: dict[str, Any], heads: dict[str, dict[str, Any]] | None = None) -> list[RuntimeEvent]:
-    """The events one stream record stands for. `heads` maps task ids to task items, for artifact records
-    (whose item does not carry the owner); missing heads are looked up by the caller."""
-    new, old = _image(record, "NewImage"), _image(record, "OldImage")
-    if new is None:
-        return []  # a removal (TTL sweep) is not an A2A event
-    sk = str(new.get("SK", ""))
-    if sk == "TASK" and "status" in new:
-        return _task_events(new, old)
-    if sk.startswith("ART#") and "body" in new and (old is None or old.get("body") != new.get("body")):
-        task_id = str(new["PK"]).removeprefix("TASK#")
-        head = (heads or {}).get(task_id)
-        if head is None:
-            return []
-        artifact = json.loads(new["body"])
+def from_change(change: Change | None, head: TaskImage | None = None) -> list[RuntimeEvent]:
+    """The events one change stands for. `head` is the task of an artifact change (its item does not carry the
+    owner); without it an artifact change makes no event."""
+    if isinstance(change, TaskChanged):
+        return _task_events(change.new, change.old)
+    if isinstance(change, ArtifactChanged) and change.body != change.old_body and head is not None:
+        artifact = json.loads(change.body)
         detail = {
             **_base(head),
-            "eventId": _event_id(task_id, "artifact", hashlib.sha256(new["body"].encode()).hexdigest()),
-            "artifactUpdate": {"taskId": task_id, "contextId": head["contextId"], "artifact": artifact},
+            "eventId": _event_id(change.task_id, "artifact", hashlib.sha256(change.body.encode()).hexdigest()),
+            "artifactUpdate": {"taskId": change.task_id, "contextId": head.context_id, "artifact": artifact},
         }
         if len(json.dumps(detail)) > MAX_DETAIL_BYTES:
             artifact = {k: v for k, v in artifact.items() if k != "parts"} | {"parts": [{"text": "(too large)"}]}
@@ -80,12 +95,12 @@ def from_stream_record(record: dict[str, Any], heads: dict[str, dict[str, Any]] 
     return []
 
 
-def _task_events(new: dict[str, Any], old: dict[str, Any] | None) -> list[RuntimeEvent]:
+def _task_events(new: TaskImage, old: TaskImage | None) -> list[RuntimeEvent]:
     events: list[RuntimeEvent] = []
     base = _base(new)
-    if old is None or old.get("status") != new.get("status"):
-        status = json.loads(new["status"])
-        if len(new["status"]) > MAX_DETAIL_BYTES and status.get("message"):
+    if old is None or old.status != new.status:
+        status = json.loads(new.status)
+        if len(new.status) > MAX_DETAIL_BYTES and status.get("message"):
             # EventBridge takes at most 256 KB an event: a huge status message is announced without its parts.
             status["message"] = {**status["message"], "parts": [{"text": "(too large; read it with GetTask)"}]}
         events.append(
@@ -93,34 +108,34 @@ def _task_events(new: dict[str, Any], old: dict[str, Any] | None) -> list[Runtim
                 STATUS_CHANGED,
                 {
                     **base,
-                    "eventId": _event_id(new["taskId"], "status", str(new.get("version"))),
-                    "state": new["state"],
-                    "statusUpdate": {"taskId": new["taskId"], "contextId": new["contextId"], "status": status},
+                    "eventId": _event_id(new.task_id, "status", str(new.version)),
+                    "state": new.state.value,
+                    "statusUpdate": {"taskId": new.task_id, "contextId": new.context_id, "status": status},
                 },
             )
         )
-    if json.loads(new.get("plan") or "[]") and (old is None or old.get("plan") != new.get("plan")):
+    if json.loads(new.plan or "[]") and (old is None or old.plan != new.plan):
         events.append(
             RuntimeEvent(
                 PLAN_UPDATED,
                 {
                     **base,
-                    "eventId": _event_id(new["taskId"], "plan", str(new.get("version"))),
-                    "plan": json.loads(new["plan"]),
+                    "eventId": _event_id(new.task_id, "plan", str(new.version)),
+                    "plan": json.loads(new.plan or "[]"),
                 },
             )
         )
-    state = TaskState(new["state"])
-    was_terminal = old is not None and TaskState(old["state"]).terminal
+    state = new.state
+    was_terminal = old is not None and old.state.terminal
     if state.terminal and not was_terminal:
-        message = json.loads(new["status"]).get("message") or {}
+        message = json.loads(new.status).get("message") or {}
         telemetry = (message.get("metadata") or {}).get(TELEMETRY, {})
         events.append(
             RuntimeEvent(
                 TURN_USAGE,
                 {
                     **base,
-                    "eventId": _event_id(new["taskId"], "usage"),
+                    "eventId": _event_id(new.task_id, "usage"),
                     "state": state.value,
                     "steps": int(telemetry.get("steps", 0)),
                     "tokens": int(telemetry.get("tokens", 0)),

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from nylorun.adapters.dynamodb import DynamoTaskStore
+from nylorun.adapters.dynamodb import DynamoTaskStore, decode_change
 from nylorun.adapters.eventbridge import EventBridgeBus
 from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
@@ -22,6 +22,7 @@ from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
+from nylorun.service.publish import EventPublisher
 from nylorun.service.push import PushService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -43,6 +44,11 @@ class Runtime:
     @cached_property
     def store(self) -> DynamoTaskStore:
         return DynamoTaskStore(self.client("dynamodb"), self.settings.table_name, self.settings.max_task_bytes)
+
+    @cached_property
+    def publisher(self) -> EventPublisher:
+        """The change stream's records → Runtime events on the bus."""
+        return EventPublisher(self.store, self.bus, decode_change)
 
     @cached_property
     def orchestrator(self) -> StepFunctionsOrchestrator:

@@ -2,24 +2,25 @@
 and a context queue. One process, no AWS: the benchmarks use them to measure the protocol layer alone.
 
 `InMemoryTaskStore` keeps the `TaskStore` contract the DynamoDB store keeps (same task ids, same conflicts,
-same ListTasks order and paging), with one lock instead of conditional writes. Records handed out are copies:
-changing one never changes the store.
+same ListTasks order and paging, same errors), with one lock instead of conditional writes. What it keeps
+goes through the DynamoDB store's codec (`nylorun.adapters.dynamodb.codec`): JSON values (metadata, messages,
+artifacts, journal results and answers, push configs) come back as their JSON round trip, heads are the same
+plain task items, page tokens are encoded alike. Records handed out are copies: changing one never changes the
+store. The contract both stores keep is tests/integration/test_store_contract.py.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import json
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from nylorun.adapters.dynamodb import codec
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
 from nylorun.limits import (
     CALLER_HEADROOM,
@@ -33,7 +34,6 @@ from nylorun.ports import (
     ContextQueue,
     DuplicateMessage,
     InteractionClosed,
-    InvalidPageToken,
     JournalEntry,
     NewTurn,
     NotInState,
@@ -66,18 +66,13 @@ class _Task:
     status_ts: str  # ListTasks orders by this; a reminder that keeps the state does not move it
     interaction_seq: int | None = None
     content_bytes: int = 0  # history and artifacts, as stored (the task's size budget)
-    journal: dict[int, JournalEntry] = field(default_factory=dict)
+    art_seq: int = 0
+    journal: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> journal item (codec)
     wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
 
     @property
     def sort_key(self) -> str:
         return f"{self.status_ts}#{self.record.task_id}"
-
-
-@dataclass
-class _PushConfig:
-    stored: StoredPushConfig
-    expires_at: int | None = None
 
 
 def _copy(record: TaskRecord, *, with_content: bool = True) -> TaskRecord:
@@ -99,7 +94,7 @@ class InMemoryTaskStore:
         self._tasks: dict[str, _Task] = {}
         self._contexts: dict[tuple[Owner, str], _Context] = {}
         self._messages: dict[tuple[Owner, str], str] = {}  # (owner, messageId) -> task id
-        self._push: dict[str, dict[str, _PushConfig]] = {}
+        self._push: dict[str, dict[str, dict[str, Any]]] = {}  # task -> config id -> push config item (codec)
         self._file_heads: dict[tuple[str, str], int] = {}  # (scope, path) -> latest version
         self._file_writes: dict[tuple[str, str], int] = {}  # (scope, write key) -> the version it got
 
@@ -126,7 +121,7 @@ class InMemoryTaskStore:
             ctx.last_task = task_id
             if opening.takes_context:
                 ctx.started, ctx.active_task = ctx.turns, task_id
-            message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
+            message = _stored(new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id}))
             record = TaskRecord(
                 task_id=task_id,
                 context_id=new.context_id,
@@ -134,7 +129,7 @@ class InMemoryTaskStore:
                 turn=ctx.turns,
                 status=opening.status,
                 history=[message],
-                metadata=new.metadata,
+                metadata=codec.round_trip(new.metadata),
                 version=1,
             )
             self._tasks[task_id] = _Task(record=record, status_ts=ts, content_bytes=stored_bytes(message))
@@ -176,23 +171,15 @@ class InMemoryTaskStore:
             task = self._tasks.get(task_id)
             if task is None:
                 return None
-            record = task.record
-            head: dict[str, Any] = {
-                "taskId": record.task_id,
-                "contextId": record.context_id,
-                "agent": record.owner.agent,
-                "subject": record.owner.subject,
-                "turn": record.turn,
-                "state": record.state.value,
-                "status": json.dumps(record.status.wire()),
-                "statusTs": task.status_ts,
-                "version": record.version,
-                "msgSeq": len(record.history),
-            }
-            if record.interaction is not None:
-                head["interaction"] = json.dumps(record.interaction.wire())
-                head["interactionSeq"] = task.interaction_seq
-            return head
+            return codec.head(
+                codec.task_item(
+                    task.record,
+                    status_ts=task.status_ts,
+                    art_seq=task.art_seq,
+                    content_bytes=task.content_bytes,
+                    interaction_seq=task.interaction_seq,
+                )
+            )
 
     def task_for_message(self, owner: Owner, retry_key: str) -> str | None:
         with self._lock:
@@ -202,11 +189,10 @@ class InMemoryTaskStore:
         """Newest status first (ties: task id, descending), as the DynamoDB indexes order them. The page token
         names the last task shown and is bound to the query."""
         after = format_timestamp(query.status_after) if query.status_after is not None else None
-        bound = [query.context_id, query.state.value if query.state else None, after]
-        fingerprint = hashlib.sha256(json.dumps(bound).encode()).hexdigest()[:16]
-        start = _decode_token(query.page_token, fingerprint) if query.page_token else None
-        if start is not None and after is not None and start < after:
-            raise InvalidPageToken("pageToken is not one this Runtime issued for this query")
+        bound_to = codec.fingerprint([owner.agent, owner.subject, query.context_id, query.state, after])
+        start = codec.decode_token(query.page_token, bound_to) if query.page_token else None
+        if start is not None and (not isinstance(start, str) or (after is not None and start < after)):
+            raise codec.invalid_token()
         with self._lock:
             matches = sorted(
                 (
@@ -222,7 +208,7 @@ class InMemoryTaskStore:
             )
             rest = [t for t in matches if start is None or t.sort_key < start]
             page = rest[: query.page_size]
-            tokens = [_encode_token(t.sort_key, fingerprint) for t in page]
+            tokens = [codec.encode_token(t.sort_key, bound_to) for t in page]
             # Like the index: tasks without their history and artifacts (GetTask reads those).
             return TaskPage(
                 tasks=[_copy(t.record, with_content=False) for t in page],
@@ -253,18 +239,19 @@ class InMemoryTaskStore:
             task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes if enforce_budget else None)
             record = task.record
             ts = status.timestamp or now_timestamp()
-            record.status = status.model_copy(update={"timestamp": ts})
+            record.status = _stored(status.model_copy(update={"timestamp": ts}))
             task.status_ts = ts
-            record.history = [*record.history, *history]
-            record.interaction = interaction
+            record.history = [*record.history, *map(_stored, history)]
+            record.interaction = _stored(interaction) if interaction is not None else None
             task.interaction_seq = (interaction_seq or 0) if interaction is not None else None
             if plan is not None:
-                record.plan = list(plan)
+                record.plan = [_stored(step) for step in plan]
             record.version += 1
             ctx = self._contexts.get((record.owner, record.context_id))
             if status.state.terminal and ctx is not None and ctx.active_task == task_id:
                 ctx.active_task = None  # a terminal status frees the context for its next turn
-            return _copy(record)
+            # As the DynamoDB store: the new status, interaction and plan; history and artifacts are for `get`.
+            return _copy(record, with_content=False)
 
     def put_artifact(self, task_id: str, artifact: Artifact) -> None:
         """An artifact keeps the place it was first given; a rewrite (same id) replaces its content."""
@@ -275,6 +262,8 @@ class InMemoryTaskStore:
             old = sum(stored_bytes(a) for a in record.artifacts if a.artifact_id == artifact.artifact_id)
             task.content_bytes = grown(task.content_bytes - old, size, self._max_task_bytes)
             record.version += 1  # as the DynamoDB store: every write of the task's size is versioned
+            task.art_seq += 1
+            artifact = _stored(artifact)
             ids = [a.artifact_id for a in record.artifacts]
             if artifact.artifact_id in ids:
                 record.artifacts = [
@@ -297,14 +286,15 @@ class InMemoryTaskStore:
         added = checked_bytes(messages)
         with self._lock:
             task = self._task(task_id)
+            used = grown(task.content_bytes, added, self._max_task_bytes, reserve=CALLER_HEADROOM)
             if sender is not None and sender in self._messages:
                 raise DuplicateMessage(self._messages[sender])
-            task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes, reserve=CALLER_HEADROOM)
+            task.content_bytes = used
             if sender is not None:
                 self._messages[sender] = task_id
-            task.record.history = [*task.record.history, *messages]
+            task.record.history = [*task.record.history, *map(_stored, messages)]
             if status is not None:
-                task.record.status = status
+                task.record.status = _stored(status)
             task.record.version += 1
 
     def answer_interaction(
@@ -327,42 +317,44 @@ class InMemoryTaskStore:
                 raise InteractionClosed("not the open interaction")
             used = grown(task.content_bytes, checked_bytes([message]), self._max_task_bytes, reserve=CALLER_HEADROOM)
             if (owner, retry_key) in self._messages:
-                raise DuplicateMessage(task_id)
+                raise DuplicateMessage(self._messages[(owner, retry_key)])
             entry = task.journal.get(task.interaction_seq or 0)
-            if entry is None or entry.answer is not None:
+            if entry is None or entry.get("answer") is not None:
                 raise InteractionClosed("the interaction was answered or changed meanwhile")
             ts = status.timestamp or now_timestamp()
             record = task.record
-            record.status = status.model_copy(update={"timestamp": ts})
+            record.status = _stored(status.model_copy(update={"timestamp": ts}))
             task.status_ts = ts
-            record.history = [*record.history, message]
+            record.history = [*record.history, _stored(message)]
             record.interaction, task.interaction_seq = None, None
             record.version += 1
             task.content_bytes = used
-            task.journal[entry.seq] = dataclasses.replace(entry, answer=answer, finished=True)
+            entry.update(answer=codec.dumps(answer), finished=True)
             self._messages[(owner, retry_key)] = task_id
 
     # ------------------------------------------------------------------ journal
     def journal(self, task_id: str) -> dict[int, JournalEntry]:
         with self._lock:
             task = self._tasks.get(task_id)
-            return {seq: dataclasses.replace(e) for seq, e in task.journal.items()} if task else {}
+            return {seq: codec.journal_entry(item) for seq, item in task.journal.items()} if task else {}
 
     def journal_start(self, task_id: str, entry: JournalEntry) -> None:
+        item = codec.journal_item(task_id, entry) | {"answer": None}
         with self._lock:
             task = self._task(task_id)
             if task.record.state == TaskState.CANCELED:
                 raise TurnCanceled(task_id)  # cancel really stops: no effect starts after CANCELED
             if entry.seq in task.journal:
                 raise VersionConflict(f"journal entry {entry.seq} exists")
-            task.journal[entry.seq] = dataclasses.replace(entry, answer=None)
+            task.journal[entry.seq] = item
 
     def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
+        body = codec.dumps(result)
         with self._lock:
-            task = self._task(task_id)
-            if seq not in task.journal:
+            task = self._tasks.get(task_id)
+            if task is None or seq not in task.journal:
                 raise NotInState(f"journal entry {seq} does not exist")
-            task.journal[seq] = dataclasses.replace(task.journal[seq], finished=True, result=result)
+            task.journal[seq].update(finished=True, result=body)
 
     def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
         with self._lock:
@@ -391,17 +383,18 @@ class InMemoryTaskStore:
 
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        item = codec.push_item(task_id, config)
         with self._lock:
-            self._push.setdefault(task_id, {})[str(config.config.id)] = _PushConfig(config, config.expires_at)
+            self._push.setdefault(task_id, {})[str(config.config.id)] = item
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
         with self._lock:
             found = self._push.get(task_id, {}).get(config_id)
-            return found.stored if found else None
+            return codec.push_config(found) if found else None
 
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
         with self._lock:
-            configs = [c.stored for c in self._push.get(task_id, {}).values()]
+            configs = [codec.push_config(item) for item in self._push.get(task_id, {}).values()]
         return sorted(configs, key=lambda c: (c.created_at, c.config.id or ""))
 
     def delete_push_config(self, task_id: str, config_id: str) -> None:
@@ -409,10 +402,10 @@ class InMemoryTaskStore:
             self._push.get(task_id, {}).pop(config_id, None)
 
     def expire_push_configs(self, task_id: str, expires_at: int) -> None:
-        """Marks the task's configs to expire (DynamoDB's TTL deletes them; here `sweep` does)."""
+        """Marks the task's configs to expire (DynamoDB's TTL deletes them, and both stores' sweep)."""
         with self._lock:
-            for config in self._push.get(task_id, {}).values():
-                config.expires_at = expires_at
+            for item in self._push.get(task_id, {}).values():
+                item["expiresAt"] = expires_at
 
     def sweep_push_configs(self) -> int:
         """Remove configs whose task is gone or whose expiry has passed; returns how many."""
@@ -421,7 +414,7 @@ class InMemoryTaskStore:
         with self._lock:
             for task_id, configs in self._push.items():
                 for config_id in list(configs):
-                    expires_at = configs[config_id].expires_at
+                    expires_at = configs[config_id].get("expiresAt")
                     if task_id not in self._tasks or (expires_at is not None and expires_at <= now):
                         del configs[config_id]
                         removed += 1
@@ -434,19 +427,12 @@ class InMemoryTaskStore:
         return task
 
 
-def _encode_token(sort_key: str, fingerprint: str) -> str:
-    raw = json.dumps({"k": sort_key, "f": fingerprint}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+Stored = TypeVar("Stored", Message, Artifact, TaskStatus, Interaction, PlanStep)
 
 
-def _decode_token(token: str, fingerprint: str) -> str:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        if raw["f"] != fingerprint or not isinstance(raw["k"], str):
-            raise ValueError("token for another query")
-        return str(raw["k"])
-    except (ValueError, KeyError, TypeError):
-        raise InvalidPageToken("pageToken is not one this Runtime issued for this query") from None
+def _stored(model: Stored) -> Stored:
+    """A wire model as a store hands it back: through its wire JSON (as the DynamoDB store keeps it)."""
+    return type(model).model_validate_json(codec.dumps(model.wire()))
 
 
 class InMemoryContextQueue:

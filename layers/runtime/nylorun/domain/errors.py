@@ -49,3 +49,8 @@ class TurnCanceled(StoreError):
 class TooLarge(StoreError):
     """A write would pass a size limit (`nylorun.limits`): one message, one interaction, or the task's budget.
     Nothing was written; the message says which limit, in words a caller may read."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be read or written (throttled, unreachable, misconfigured): no rule was broken,
+    nothing is known to have been written. Adapters raise it for every AWS error that is not one of the above."""

@@ -1,0 +1,232 @@
+"""Records ↔ plain item dicts ↔ DynamoDB attribute values, and page tokens: the one encoding of what the
+stores keep.
+
+Plain dicts are the items of `layout` with Python values (str, int, bool, list); `to_item` / `from_item`
+turn them into attribute values and back. JSON-valued attributes (status, messages, artifacts, metadata,
+journal results and answers, push configs) are written with `dumps` and read with `loads`, so a value comes
+back as its JSON round trip (tuples as lists, keys as strings). The in-memory store keeps what this codec
+produces and reads it back through it, so both stores hand out the same values.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from nylorun.adapters.dynamodb import layout
+from nylorun.limits import stored_bytes
+from nylorun.ports import InvalidPageToken, JournalEntry, Owner, StoredPushConfig, TaskRecord
+from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfig, TaskStatus, now_timestamp
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+
+# ---------------------------------------------------------------- attribute values
+def to_item(plain: dict[str, Any]) -> dict[str, Any]:
+    """A plain dict as DynamoDB attribute values (None values are left out: absent attributes)."""
+    return {k: _ser.serialize(v) for k, v in plain.items() if v is not None}
+
+
+def from_item(item: dict[str, Any]) -> dict[str, Any]:
+    """Attribute values as a plain dict (numbers as int when whole)."""
+    return {k: _plain_value(_de.deserialize(v)) for k, v in item.items()}
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, set):
+        return sorted(value)
+    if isinstance(value, list):
+        return [_plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain_value(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------- JSON attributes
+def dumps(value: Any) -> str:
+    return json.dumps(value)
+
+
+def loads(text: str) -> Any:
+    return json.loads(text)
+
+
+def round_trip(value: Any) -> Any:
+    """A value as the store hands it back (its JSON round trip)."""
+    return None if value is None else loads(dumps(value))
+
+
+def message_body(message: Message) -> str:
+    return dumps(message.wire())
+
+
+def message(body: str) -> Message:
+    return Message.model_validate_json(body)
+
+
+def artifact_body(artifact: Artifact) -> str:
+    return dumps(artifact.wire())
+
+
+def artifact(body: str) -> Artifact:
+    return Artifact.model_validate_json(body)
+
+
+def status_body(status: TaskStatus) -> str:
+    return dumps(status.wire())
+
+
+def interaction_body(interaction: Interaction) -> str:
+    return dumps(interaction.wire())
+
+
+def plan_body(plan: list[PlanStep]) -> str:
+    return dumps([s.wire() for s in plan])
+
+
+# ---------------------------------------------------------------- tasks
+def spilled_metadata(record: TaskRecord) -> str | None:
+    """The task's metadata JSON when it is too large to share the task item with the status (else None)."""
+    body = dumps(record.metadata) if record.metadata else ""
+    return body if len(body) > layout.INLINE_METADATA_BYTES else None
+
+
+def task_item(
+    record: TaskRecord,
+    *,
+    status_ts: str | None = None,
+    msg_seq: int | None = None,
+    art_seq: int = 0,
+    content_bytes: int | None = None,
+    interaction_seq: int | None = None,
+) -> dict[str, Any]:
+    """The task item (plain) of a record; counters default to those of a record whose history is all stored."""
+    ts = status_ts or record.status.timestamp or now_timestamp()
+    spilled = spilled_metadata(record) is not None
+    return {
+        **layout.task(record.task_id),
+        "taskId": record.task_id,
+        "contextId": record.context_id,
+        "agent": record.owner.agent,
+        "subject": record.owner.subject,
+        "turn": record.turn,
+        "state": record.status.state.value,
+        "status": status_body(record.status),
+        "statusTs": ts,
+        "metadata": dumps(record.metadata) if record.metadata is not None and not spilled else None,
+        "metadataItem": spilled or None,
+        "interaction": interaction_body(record.interaction) if record.interaction is not None else None,
+        "interactionSeq": (interaction_seq or 0) if record.interaction is not None else None,
+        "plan": plan_body(record.plan) if record.plan else None,
+        "version": record.version,
+        "msgSeq": len(record.history) if msg_seq is None else msg_seq,
+        "artSeq": art_seq,
+        "contentBytes": (
+            sum(map(stored_bytes, record.history)) + sum(map(stored_bytes, record.artifacts))
+            if content_bytes is None
+            else content_bytes
+        ),
+        **layout.list_keys(record.owner, record.task_id, record.context_id, ts),
+    }
+
+
+def task_record(item: dict[str, Any]) -> TaskRecord:
+    """The record of a task item (plain), without history and artifacts (their own items)."""
+    return TaskRecord(
+        task_id=item["taskId"],
+        context_id=item["contextId"],
+        owner=Owner(subject=item["subject"], agent=item["agent"]),
+        turn=int(item["turn"]),
+        status=TaskStatus.model_validate_json(item["status"]),
+        metadata=loads(item["metadata"]) if item.get("metadata") else None,
+        interaction=Interaction.model_validate_json(item["interaction"]) if item.get("interaction") else None,
+        plan=[PlanStep.model_validate(s) for s in loads(item["plan"])] if item.get("plan") else [],
+        version=int(item["version"]),
+    )
+
+
+def head(item: dict[str, Any]) -> dict[str, Any]:
+    """What `TaskStore.head` answers: the task item's plain values, keys included."""
+    return {k: v for k, v in item.items() if v is not None}
+
+
+# ---------------------------------------------------------------- journal
+def journal_item(task_id: str, entry: JournalEntry) -> dict[str, Any]:
+    return {
+        **layout.journal_op(task_id, entry.seq),
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "name": entry.name,
+        "finished": entry.finished,
+        "result": dumps(entry.result) if entry.finished else None,
+        "answer": dumps(entry.answer) if entry.answer is not None else None,
+    }
+
+
+def journal_entry(item: dict[str, Any]) -> JournalEntry:
+    return JournalEntry(
+        seq=int(item["seq"]),
+        kind=item["kind"],
+        name=item["name"],
+        finished=bool(item.get("finished", False)),
+        result=loads(item["result"]) if item.get("result") is not None else None,
+        answer=loads(item["answer"]) if item.get("answer") is not None else None,
+    )
+
+
+# ---------------------------------------------------------------- push configs
+def push_item(task_id: str, stored: StoredPushConfig) -> dict[str, Any]:
+    config_id = str(stored.config.id)
+    return {
+        **layout.push_config(task_id, config_id),
+        **layout.push_index(task_id, config_id),
+        "body": dumps(stored.config.wire()),
+        "createdAt": stored.created_at,
+        "extensions": list(stored.extensions) or None,
+        "expiresAt": stored.expires_at,
+    }
+
+
+def push_config(item: dict[str, Any]) -> StoredPushConfig:
+    expires = item.get("expiresAt")
+    return StoredPushConfig(
+        config=TaskPushNotificationConfig.model_validate_json(item["body"]),
+        created_at=item["createdAt"],
+        extensions=tuple(item.get("extensions") or ()),
+        expires_at=int(expires) if expires is not None else None,
+    )
+
+
+# ---------------------------------------------------------------- page tokens
+def fingerprint(bound: list[Any]) -> str:
+    """What a page token is bound to: the whole query, its values included."""
+    return hashlib.sha256(json.dumps(bound, default=str).encode()).hexdigest()[:16]
+
+
+def encode_token(key: Any, bound_to: str) -> str:
+    raw = json.dumps({"k": key, "f": bound_to}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str, bound_to: str) -> Any:
+    """The key a token resumes after; InvalidPageToken unless this Runtime issued it for this query."""
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if raw["f"] != bound_to:
+            raise ValueError("token for another query")
+        return raw["k"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise invalid_token() from None
+
+
+def invalid_token() -> InvalidPageToken:
+    return InvalidPageToken("pageToken is not one this Runtime issued for this query")

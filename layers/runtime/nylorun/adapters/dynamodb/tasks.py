@@ -1,0 +1,459 @@
+"""Tasks and their contexts: turns, statuses, history, artifacts, answers, and ListTasks."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from nylorun.adapters.dynamodb import codec, layout
+from nylorun.adapters.dynamodb.messages import Messages, record_once
+from nylorun.adapters.dynamodb.table import RETRY, Canceled, Table, aws
+from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.limits import CALLER_HEADROOM, check_status, checked_bytes, grown
+from nylorun.ports import (
+    DuplicateMessage,
+    InteractionClosed,
+    NewTurn,
+    NotInState,
+    Owner,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+)
+from nylorun.profile.extensions import Interaction, PlanStep
+from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
+
+_STATE = {"#state": "state", "#status": "status"}
+
+
+class Tasks(Messages):
+    _t: Table
+    _max_task_bytes: int
+
+    # ------------------------------------------------------------------ turns
+    def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
+        """Open the context's next turn. Returns the task and whether it holds the context now (start it)
+        or is queued behind a busy context. With `queue=False` a busy context raises ContextBusy instead.
+
+        The context item counts turns created (`turns`) and turns started (`started`) and names the turn
+        holding it (`activeTask`): busy = a turn holds it, or created turns wait to start.
+        """
+        ctx_key = layout.context(new.owner, new.context_id)
+        for _ in RETRY.attempts("context kept changing"):
+            ctx = self._t.get(ctx_key) or {}
+            previous = int(ctx.get("turns", 0))
+            opening = open_turn(
+                new.owner,
+                new.context_id,
+                turns=previous,
+                started=int(ctx.get("started", 0)),
+                active_task=str(ctx.get("activeTask") or "") or None,
+                last_task=str(ctx.get("lastTask") or "") or None,
+                queue=queue,
+                timestamp=now_timestamp(),
+            )
+            turn, task_id, busy = opening.turn, opening.task_id, not opening.takes_context
+            message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
+            record = TaskRecord(
+                task_id=task_id,
+                context_id=new.context_id,
+                owner=new.owner,
+                turn=turn,
+                status=opening.status,
+                history=[message],
+                metadata=new.metadata,
+                version=1,
+            )
+            values: dict[str, Any] = {":turn": turn, ":task": task_id}
+            if not ctx:
+                condition = "attribute_not_exists(PK)"
+            else:
+                condition = "turns = :prev"
+                values[":prev"] = previous
+            expression = "SET turns = :turn, lastTask = :task"
+            if not busy:
+                # The context is free: this turn takes it at once.
+                expression += ", started = :turn, activeTask = :task"
+                if ctx:
+                    condition += " AND attribute_not_exists(activeTask) AND started = :prev"
+            txn = (
+                self._t.transaction()
+                .update("context", ctx_key, expression, condition, values)
+                .put("task", codec.task_item(record, msg_seq=1), "attribute_not_exists(PK)")
+                .put("message", {**layout.message(task_id, 1), "body": codec.message_body(message)})
+            )
+            record_once(txn, "sent", new.owner, new.dedupe_key, task_id, replaces_task=new.replaces_task)
+            spilled = codec.spilled_metadata(record)
+            if spilled is not None:
+                txn.put("metadata", {**layout.metadata(task_id), "body": spilled})
+            try:
+                txn.write()
+            except Canceled as canceled:
+                if canceled.failed("sent"):
+                    raise DuplicateMessage(str(canceled.old("sent").get("taskId", ""))) from None
+                # Another turn opened (or the context was freed) meanwhile: read it again. Many callers
+                # racing on one context each get the next number, in the order their writes land.
+                continue
+            record.metadata = codec.round_trip(record.metadata)
+            return record, not busy
+        raise AssertionError("unreachable")  # RETRY.attempts raises when its budget is spent
+
+    def claim_next(self, owner: Owner, context_id: str) -> str | None:
+        """If the context is free and a queued turn waits, let the next one (in turn order) take it.
+        Queued turns canceled meanwhile are passed over. Returns the task that took the context."""
+        ctx_key = layout.context(owner, context_id)
+        for _ in RETRY.attempts(f"context {context_id} kept changing"):
+            while True:
+                ctx = self._t.get(ctx_key)
+                if not ctx:
+                    return None
+                started = int(ctx.get("started", 0))
+                task_id = next_in_line(
+                    owner, context_id, turns=int(ctx.get("turns", 0)), started=started,
+                    active_task=ctx.get("activeTask"),
+                )
+                if task_id is None:
+                    return None
+                head = self.head(task_id)
+                takes = takes_context(TaskState(head["state"]) if head is not None else None)
+                txn = self._t.transaction().update(
+                    "context",
+                    ctx_key,
+                    "SET started = :turn" + (", activeTask = :task" if takes else ""),
+                    "started = :prev AND attribute_not_exists(activeTask)",
+                    {":turn": started + 1, ":prev": started, **({":task": task_id} if takes else {})},
+                )
+                if takes and head is not None:
+                    # The claim bumps the task's version, so a cancel racing it re-reads and sees it active.
+                    txn.update(
+                        "task",
+                        layout.task(task_id),
+                        "SET version = version + :one",
+                        "version = :v AND #state = :submitted",
+                        {":one": 1, ":v": int(head["version"]), ":submitted": TaskState.SUBMITTED.value},
+                        {"#state": "state"},
+                    )
+                try:
+                    txn.write()
+                except Canceled:
+                    break  # raced: back off, read again
+                if takes:
+                    return task_id
+                # a canceled queued turn was passed over: look at the next one at once
+        raise AssertionError("unreachable")
+
+    def context_state(self, owner: Owner, context_id: str) -> dict[str, Any]:
+        """The context's counters: turns created, turns started, the task holding it (if any)."""
+        ctx = self._t.get(layout.context(owner, context_id)) or {}
+        return {
+            "turns": int(ctx.get("turns", 0)),
+            "started": int(ctx.get("started", 0)),
+            "activeTask": ctx.get("activeTask"),
+        }
+
+    # ------------------------------------------------------------------ reads
+    def get(self, task_id: str) -> TaskRecord | None:
+        items = self._t.query_all(
+            KeyConditionExpression="PK = :pk", values={":pk": layout.task_pk(task_id)}, ConsistentRead=True
+        )
+        task = next((i for i in items if i["SK"] == "TASK"), None)
+        if task is None:
+            return None
+        record = codec.task_record(task)
+        meta = next((i for i in items if i["SK"] == "META"), None)
+        if meta is not None:
+            record.metadata = codec.loads(meta["body"])
+        record.history = [codec.message(i["body"]) for i in items if i["SK"].startswith("MSG#")]
+        arts = sorted((i for i in items if i["SK"].startswith("ART#")), key=lambda i: int(i["order"]))
+        record.artifacts = [codec.artifact(i["body"]) for i in arts]
+        return record
+
+    def head(self, task_id: str) -> dict[str, Any] | None:
+        """The task item alone (owner, context, state): what an artifact event needs to say whose it is."""
+        item = self._t.get(layout.task(task_id))
+        return codec.head(item) if item is not None else None
+
+    def interaction_seq(self, task_id: str) -> int | None:
+        head = self.head(task_id)
+        return int(head["interactionSeq"]) if head and "interactionSeq" in head else None
+
+    def _with_metadata(self, item: dict[str, Any]) -> TaskRecord:
+        """The task item's record with its metadata, read from the META item when it lives there."""
+        record = codec.task_record(item)
+        if item.get("metadataItem"):
+            meta = self._t.get(layout.metadata(record.task_id))
+            record.metadata = codec.loads(meta["body"]) if meta else None
+        return record
+
+    # ------------------------------------------------------------------ ListTasks
+    def list_tasks(self, owner: Owner, query: TaskQuery) -> TaskPage:
+        index, pk_name, sk_name, pk = (
+            (layout.BY_CONTEXT, "GSI2PK", "GSI2SK", f"{layout.owner_key(owner)}#{query.context_id}")
+            if query.context_id is not None
+            else (layout.BY_SUBJECT, "GSI1PK", "GSI1SK", layout.owner_key(owner))
+        )
+        key_condition = f"{pk_name} = :pk"
+        values: dict[str, Any] = {":pk": pk}
+        if query.status_after is not None:
+            # A2A §4 ListTasks: keep tasks whose status.timestamp >= statusTimestampAfter. The sort key
+            # starts with the fixed-width timestamp, so this is a key condition, not a filter.
+            key_condition += f" AND {sk_name} >= :after"
+            values[":after"] = format_timestamp(query.status_after)
+        base: dict[str, Any] = {
+            "IndexName": index,
+            "KeyConditionExpression": key_condition,
+            "ScanIndexForward": False,  # A2A §4: most recently updated first
+        }
+        if query.state is not None:
+            base["FilterExpression"] = "#state = :state"
+            base["ExpressionAttributeNames"] = {"#state": "state"}
+            values[":state"] = query.state.value
+        base["ExpressionAttributeValues"] = codec.to_item(values)
+        # The token is bound to the whole query, statusTimestampAfter's value included.
+        bound_to = codec.fingerprint([index, pk, key_condition, query.state, values.get(":after")])
+        start: dict[str, Any] | None = None
+        if query.page_token:
+            key = codec.decode_token(query.page_token, bound_to)
+            # A rewritten key (partial, another partition, before :after) is a DynamoDB ValidationException:
+            # refuse it as a bad token instead.
+            after = values.get(":after")
+            if (
+                not isinstance(key, dict)
+                or set(key) != {"PK", "SK", pk_name, sk_name}
+                or not all(isinstance(v, str) for v in key.values())
+                or key[pk_name] != pk
+                or (after and key[sk_name] < after)
+            ):
+                raise codec.invalid_token()
+            start = codec.to_item(key)
+
+        total = 0
+        found: list[dict[str, Any]] = []
+        wanted = query.page_size + 1  # one more tells whether a next page exists
+        with aws("query"):
+            for page in self._t.db.get_paginator("query").paginate(TableName=self._t.name, Select="COUNT", **base):
+                total += int(page["Count"])
+            kwargs = dict(base)
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            while len(found) < wanted:
+                out = self._t.db.query(TableName=self._t.name, Limit=max(wanted * 2, 20), **kwargs)
+                found.extend(codec.from_item(i) for i in out.get("Items", []))
+                if "LastEvaluatedKey" not in out:
+                    break
+                kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        page_items = found[: query.page_size]
+        tokens = [codec.encode_token({k: i[k] for k in ("PK", "SK", pk_name, sk_name)}, bound_to) for i in page_items]
+        return TaskPage(
+            tasks=[self._with_metadata(i) for i in page_items],
+            next_page_token=tokens[-1] if len(found) > query.page_size else "",
+            total_size=total,
+            tokens=tokens,
+        )
+
+    # ------------------------------------------------------------------ writes
+    def set_status(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        expect: Collection[TaskState],
+        history: Sequence[Message] = (),
+        interaction: Interaction | None = None,
+        interaction_seq: int | None = None,
+        plan: Sequence[PlanStep] | None = None,
+        enforce_budget: bool = True,
+    ) -> TaskRecord:
+        check_status(status, interaction)
+        added = checked_bytes(history)
+        for _ in RETRY.attempts(f"task {task_id} kept changing"):
+            head = self.head(task_id)
+            if head is None or TaskState(head["state"]) not in expect:
+                raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes if enforce_budget else None)
+            record = codec.task_record(head)
+            ts = status.timestamp or now_timestamp()
+            status = status.model_copy(update={"timestamp": ts})
+            seq = int(head["msgSeq"])
+            names = dict(_STATE)
+            values: dict[str, Any] = {
+                ":state": status.state.value,
+                ":status": codec.status_body(status),
+                ":ts": ts,
+                ":k1": f"{ts}#{task_id}",
+                ":v": record.version,
+                ":one": 1,
+                ":seq": seq + len(history),
+                ":bytes": used,
+            }
+            sets = [
+                "#state = :state",
+                "#status = :status",
+                "statusTs = :ts",
+                "GSI1SK = :k1",
+                "GSI2SK = :k1",
+                "version = version + :one",
+                "msgSeq = :seq",
+                "contentBytes = :bytes",
+            ]
+            removes: list[str] = []
+            if interaction is not None:
+                sets += ["interaction = :interaction", "interactionSeq = :iseq"]
+                values[":interaction"] = codec.interaction_body(interaction)
+                values[":iseq"] = interaction_seq or 0
+            else:
+                removes += ["interaction", "interactionSeq"]
+            if plan is not None:
+                sets.append("#plan = :plan")
+                names["#plan"] = "plan"
+                values[":plan"] = codec.plan_body(list(plan))
+            expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+            txn = self._t.transaction().update("task", layout.task(task_id), expression, "version = :v", values, names)
+            for i, m in enumerate(history):
+                txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m)})
+            ctx_key = layout.context(record.owner, record.context_id)
+            if status.state.terminal and (self._t.get(ctx_key) or {}).get("activeTask") == task_id:
+                # A terminal status frees the context for its next turn, in the same transaction.
+                txn.update("context", ctx_key, "REMOVE activeTask", "activeTask = :task", {":task": task_id})
+            try:
+                txn.write()
+            except Canceled:
+                continue  # the version moved: read again and re-check the expected states
+            record.status = status
+            record.version += 1
+            record.interaction = interaction
+            if plan is not None:
+                record.plan = list(plan)
+            return record
+        raise AssertionError("unreachable")
+
+    def put_artifact(self, task_id: str, artifact: Artifact) -> None:
+        """The artifact keeps the place it was first given; a rewrite (same id) replaces its content and its
+        share of the task's size. Conditional on the task's version, so the size it replaces is current."""
+        checked_bytes([artifact])
+        body = codec.artifact_body(artifact)
+        key = layout.artifact(task_id, artifact.artifact_id)
+        for _ in RETRY.attempts(f"task {task_id} kept changing"):
+            head = self.head(task_id)
+            if head is None:
+                raise NotInState(f"task {task_id} is gone")
+            old = self._t.get(key)
+            used = int(head.get("contentBytes", 0)) - (len(old["body"]) if old else 0)
+            order = int(head["artSeq"]) + 1
+            txn = self._t.transaction().update(
+                "task",
+                layout.task(task_id),
+                "SET artSeq = :order, contentBytes = :bytes, version = version + :one",
+                "version = :v",
+                {
+                    ":order": order,
+                    ":bytes": grown(used, len(body), self._max_task_bytes),
+                    ":one": 1,
+                    ":v": int(head["version"]),
+                },
+            )
+            txn.put("artifact", {**key, "body": body, "order": int(old["order"]) if old else order})
+            try:
+                txn.write()
+                return
+            except Canceled:
+                continue
+
+    def append_history(
+        self,
+        task_id: str,
+        messages: Sequence[Message],
+        status: TaskStatus | None,
+        *,
+        sender: tuple[Owner, str] | None = None,
+    ) -> None:
+        """Append messages (and optionally replace the status message, same state) without a state change."""
+        if status is not None:
+            check_status(status, None)
+        added = checked_bytes(messages)
+        for _ in RETRY.attempts(f"task {task_id} kept changing"):
+            head = self.head(task_id)
+            if head is None:
+                raise NotInState(f"task {task_id} is gone")
+            seq = int(head["msgSeq"])
+            used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes, reserve=CALLER_HEADROOM)
+            values: dict[str, Any] = {":seq": seq + len(messages), ":v": int(head["version"]), ":one": 1, ":b": used}
+            expression = "SET msgSeq = :seq, version = version + :one, contentBytes = :b"
+            names: dict[str, str] = {}
+            if status is not None:
+                expression += ", #status = :status"
+                names["#status"] = "status"
+                values[":status"] = codec.status_body(status)
+            txn = self._t.transaction().update("task", layout.task(task_id), expression, "version = :v", values,
+                                               names or None)
+            for i, m in enumerate(messages):
+                txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m)})
+            if sender is not None:
+                record_once(txn, "sent", *sender, task_id)
+            try:
+                txn.write()
+                return
+            except Canceled as canceled:
+                if canceled.failed("sent"):
+                    raise DuplicateMessage(str(canceled.old("sent").get("taskId") or task_id)) from None
+
+    def answer_interaction(
+        self,
+        task_id: str,
+        interaction_id: str,
+        answer: Any,
+        message: Message,
+        status: TaskStatus,
+        owner: Owner,
+        retry_key: str,
+    ) -> None:
+        """Exactly one answer wins: the task must still hold this open interaction (same version), the
+        journal entry must have no answer yet, and the reply (its retry key) must be new."""
+        head = self.head(task_id)
+        if head is None or not head.get("interaction"):
+            raise InteractionClosed("no open interaction")
+        open_interaction = Interaction.model_validate_json(head["interaction"])
+        if open_interaction.interaction_id != interaction_id:
+            raise InteractionClosed("not the open interaction")
+        seq = int(head["msgSeq"]) + 1
+        used = grown(int(head.get("contentBytes", 0)), checked_bytes([message]), self._max_task_bytes,
+                     reserve=CALLER_HEADROOM)
+        ts = status.timestamp or now_timestamp()
+        status = status.model_copy(update={"timestamp": ts})
+        txn = (
+            self._t.transaction()
+            .update(
+                "task",
+                layout.task(task_id),
+                "SET #state = :state, #status = :status, statusTs = :ts, GSI1SK = :k, GSI2SK = :k, msgSeq = :seq, "
+                "version = version + :one, contentBytes = :b REMOVE interaction, interactionSeq",
+                "version = :v",
+                {
+                    ":state": status.state.value,
+                    ":status": codec.status_body(status),
+                    ":ts": ts,
+                    ":k": f"{ts}#{task_id}",
+                    ":seq": seq,
+                    ":v": int(head["version"]),
+                    ":one": 1,
+                    ":b": used,
+                },
+                _STATE,
+            )
+            .put("message", {**layout.message(task_id, seq), "body": codec.message_body(message)})
+            .update(
+                "journal",
+                layout.journal_op(task_id, int(head["interactionSeq"])),
+                "SET answer = :answer, finished = :yes",
+                "attribute_exists(PK) AND attribute_not_exists(answer)",
+                {":answer": codec.dumps(answer), ":yes": True},
+            )
+        )
+        record_once(txn, "sent", owner, retry_key, task_id)
+        try:
+            txn.write()
+        except Canceled as canceled:
+            if canceled.failed("sent"):
+                raise DuplicateMessage(str(canceled.old("sent").get("taskId") or task_id)) from None
+            raise InteractionClosed("the interaction was answered or changed meanwhile") from None
+
