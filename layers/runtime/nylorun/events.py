@@ -45,6 +45,21 @@ class TaskImage:
     plan: str | None = None
     version: int = 0
 
+    @classmethod
+    def from_head(cls, head: dict[str, Any]) -> TaskImage:
+        """From the task's plain values (`TaskStore.head`, or a decoded stream image)."""
+        return cls(
+            task_id=str(head["taskId"]),
+            context_id=str(head["contextId"]),
+            subject=str(head["subject"]),
+            agent=str(head["agent"]),
+            turn=int(head["turn"]),
+            state=TaskState(head["state"]),
+            status=str(head["status"]),
+            plan=str(head["plan"]) if head.get("plan") else None,
+            version=int(head.get("version", 0)),
+        )
+
 
 @dataclass(frozen=True)
 class TaskChanged:

@@ -8,7 +8,6 @@ from typing import Any
 from nylorun.events import ArtifactChanged, Change, TaskImage, from_change
 from nylorun.observability import metrics
 from nylorun.ports import EventBus
-from nylorun.protocol.models import TaskState
 
 
 class EventPublisher:
@@ -35,12 +34,4 @@ class EventPublisher:
         head = self._store.head(task_id)
         if head is None:
             return None
-        return TaskImage(
-            task_id=str(head["taskId"]),
-            context_id=str(head["contextId"]),
-            subject=str(head["subject"]),
-            agent=str(head["agent"]),
-            turn=int(head["turn"]),
-            state=TaskState(head["state"]),
-            status=str(head["status"]),
-        )
+        return TaskImage.from_head(head)

@@ -7,26 +7,11 @@ from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.events import ArtifactChanged, Change, TaskChanged, TaskImage
-from nylorun.protocol.models import TaskState
 
 
 def _image(record: dict[str, Any], which: str) -> dict[str, Any] | None:
     image = record.get("dynamodb", {}).get(which)
     return codec.from_item(image) if image else None
-
-
-def _task(item: dict[str, Any]) -> TaskImage:
-    return TaskImage(
-        task_id=str(item["taskId"]),
-        context_id=str(item["contextId"]),
-        subject=str(item["subject"]),
-        agent=str(item["agent"]),
-        turn=int(item["turn"]),
-        state=TaskState(item["state"]),
-        status=str(item["status"]),
-        plan=str(item["plan"]) if item.get("plan") else None,
-        version=int(item.get("version", 0)),
-    )
 
 
 def decode_change(record: dict[str, Any]) -> Change | None:
@@ -36,7 +21,7 @@ def decode_change(record: dict[str, Any]) -> Change | None:
         return None  # a removal (TTL) is not an A2A event
     sk = str(new.get("SK", ""))
     if sk == "TASK" and "status" in new:
-        return TaskChanged(new=_task(new), old=_task(old) if old is not None and "status" in old else None)
+        return TaskChanged(new=TaskImage.from_head(new), old=TaskImage.from_head(old) if old is not None and "status" in old else None)
     if sk.startswith("ART#") and "body" in new:
         return ArtifactChanged(
             task_id=layout.task_id_of(str(new["PK"])),
