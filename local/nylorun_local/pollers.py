@@ -1,6 +1,6 @@
 """Event source mappings on one machine: what Lambda does between a stream (or queue) and a function.
 
-moto's own mappings run inline and ignore partial batch failures (reference: aws-local-testing.md), so the
+moto's own mappings run inline and ignore partial batch failures, so the
 local Runtime polls instead, with Lambda's semantics: batches, `batchItemFailures` retried from the first
 failed record on, a failed invocation retried with backoff, order kept per shard.
 """

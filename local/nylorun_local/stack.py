@@ -1,6 +1,6 @@
 """Create the stack's resources on moto from template.yaml (not from a second description of them).
 
-moto cannot deploy the SAM template itself (reference: aws-local-testing.md), so this reads each resource's
+moto cannot deploy the SAM template itself, so this reads each resource's
 properties from the template and makes the same calls CloudFormation would, with local names.
 """
 
