@@ -4,7 +4,6 @@ effects: see `Agent.direct` in nylorun/engine/agent.py)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
-
 from nylorun.observability import logger, metrics, tracer
 from nylorun.wiring import build_runtime
 

@@ -10,7 +10,6 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from nylorun.adapters.sqs import hold_failed_groups
 from nylorun.observability import logger, metrics, tracer
 from nylorun.service.scheduler import ContextStillBusy

@@ -9,7 +9,6 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from nylorun.observability import logger, metrics, tracer
 from nylorun.service.publish import EventPublisher
 from nylorun.wiring import build_runtime

@@ -4,7 +4,6 @@ task; configs of ended tasks also expire by TTL)."""
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from nylorun.observability import logger, metrics, tracer
 from nylorun.wiring import build_runtime
 

@@ -1,7 +1,6 @@
 """turn function: called by the turn state machine to run, park, expire or fail one turn."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from nylorun.observability import logger, metrics, tracer
 from nylorun.wiring import build_runtime
 

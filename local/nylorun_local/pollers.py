@@ -49,7 +49,7 @@ class StreamPoller:
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-            except Exception:  # keep polling: a failure here must not silently stop event delivery
+            except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop event delivery
                 logger.exception("stream poller failed; retrying")
                 worked = False
             if worked:
@@ -132,7 +132,7 @@ class QueuePoller:
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-            except Exception:
+            except Exception:  # noqa: BLE001 - keep polling, as the stream poller does
                 logger.exception("queue poller failed; retrying")
                 worked = False
             if worked:
