@@ -73,8 +73,10 @@ validate: $(SAM_STAMP)  ## sam validate --lint, and least privilege on the templ
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py template.yaml
 
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff, mypy and the import ladder (lint-imports); not in `make test` until ruff is clean tree-wide
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

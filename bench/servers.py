@@ -2,7 +2,7 @@
 
 * `ours`: the Runtime's api app on the in-memory store, orchestrator and queue (the `echo` Agent);
 * `reference`: the a2a-sdk 1.3.0 server: DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor,
-  mounted with create_agent_card_routes / create_jsonrpc_routes in Starlette (reference §11);
+  mounted with create_agent_card_routes / create_jsonrpc_routes in Starlette;
 * `ceiling`: a bare FastAPI route that answers every POST with a canned JSON-RPC result.
 """
 

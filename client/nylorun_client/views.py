@@ -56,7 +56,7 @@ class ArtifactView:
 
 @dataclass(frozen=True)
 class MessageView:
-    """An Agent's direct answer: a Message and no task (A2A §8 "Message or Task")."""
+    """An Agent's direct answer: a Message and no task (docs/protocol.md §2.4: `message` or `task`)."""
 
     message_id: str
     context_id: str

@@ -104,7 +104,7 @@ def _decode(body: bytes) -> Any:
 
 
 def _summary(body: Any) -> str:
-    """One A2A StreamResponse per delivery (A2A §9): say which member and the task's state."""
+    """One A2A StreamResponse per delivery (docs/protocol.md §8.3): say which member and the task's state."""
     if not isinstance(body, dict):
         return "a non-JSON body"
     for member in ("statusUpdate", "task", "artifactUpdate", "message"):

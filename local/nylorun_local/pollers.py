@@ -1,6 +1,6 @@
 """Event source mappings on one machine: what Lambda does between a stream (or queue) and a function.
 
-moto's own mappings run inline and ignore partial batch failures (reference: aws-local-testing.md), so the
+moto's own mappings run inline and ignore partial batch failures, so the
 local Runtime polls instead, with Lambda's semantics: batches, `batchItemFailures` retried from the first
 failed record on, a failed invocation retried with backoff, order kept per shard.
 """
@@ -49,7 +49,7 @@ class StreamPoller:
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-            except Exception:  # keep polling: a failure here must not silently stop event delivery
+            except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop event delivery
                 logger.exception("stream poller failed; retrying")
                 worked = False
             if worked:
@@ -132,7 +132,7 @@ class QueuePoller:
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-            except Exception:
+            except Exception:  # noqa: BLE001 - keep polling, as the stream poller does
                 logger.exception("queue poller failed; retrying")
                 worked = False
             if worked:

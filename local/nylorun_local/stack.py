@@ -1,6 +1,6 @@
 """Create the stack's resources on moto from template.yaml (not from a second description of them).
 
-moto cannot deploy the SAM template itself (reference: aws-local-testing.md), so this reads each resource's
+moto cannot deploy the SAM template itself, so this reads each resource's
 properties from the template and makes the same calls CloudFormation would, with local names.
 """
 
@@ -113,7 +113,7 @@ def load_handler(logical_id: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if not callable(getattr(module, attribute, None)):
-        raise RuntimeError(f"{path}: {attribute} is not a callable handler")
+        raise RuntimeError(f"{path}: {attribute} is not a callable handler")  # noqa: TRY004 - a broken template
     return module
 
 
@@ -199,4 +199,4 @@ def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
     return modules
 
 
-__all__ = ["LocalStack", "create_stack", "start_functions", "create_table", "Path"]
+__all__ = ["LocalStack", "Path", "create_stack", "create_table", "start_functions"]

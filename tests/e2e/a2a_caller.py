@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, create_client
@@ -41,7 +41,7 @@ class Caller:
         self.url, self.token, self.extensions = url, token, extensions
         self.context_id = str(uuid.uuid4())
 
-    async def __aenter__(self) -> Caller:
+    async def __aenter__(self) -> Self:
         self._http = httpx.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
         self._client = await create_client(
             self.url, client_config=ClientConfig(streaming=False, httpx_client=self._http)

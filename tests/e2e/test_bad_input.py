@@ -69,7 +69,7 @@ def assert_no_internals(text: str) -> None:
 
 
 def assert_error(response: httpx.Response, code: int, request_id: Any = ...) -> dict[str, Any]:
-    """A JSON-RPC error object with HTTP 200 (reference §2) and an ErrorInfo first in `data` (§7)."""
+    """A JSON-RPC error object with HTTP 200 (docs/protocol.md §1.3) and an ErrorInfo first in `data` (§5.1)."""
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/json")
     assert_no_internals(response.text)
@@ -183,7 +183,7 @@ def test_parse_error_answers_with_a_null_id_and_later_errors_echo_the_id(echo_ur
     # When
     parse_error = post(echo_url, unreadable)
     method_error = post(echo_url, readable)
-    # Then: JSON-RPC 2.0 §5: id is null when it could not be read, else the request's id
+    # Then: docs/protocol.md §1.5: id is null when it could not be read, else the request's id
     assert_error(parse_error, -32700, request_id=None)
     assert_error(method_error, -32601, request_id="abc")
 
@@ -194,7 +194,7 @@ def test_parse_error_answers_with_a_null_id_and_later_errors_echo_the_id(echo_ur
         "NoSuchMethod",
         "sendMessage",
         "send_message",
-        # A2A 0.3 names are not A2A 1.0 methods (reference §4).
+        # A2A 0.3 names are not A2A 1.0 methods (docs/protocol.md §2.1).
         "message/send",
         "message/stream",
         "tasks/get",
@@ -289,7 +289,7 @@ def test_wrong_params_are_invalid_params_naming_the_field(
     before = settled(table_items)
     # When
     response = post(echo_url, json.dumps(envelope(method, params)))
-    # Then: -32602 with a google.rpc.BadRequest naming the field (reference §7)
+    # Then: -32602 with a google.rpc.BadRequest naming the field (docs/protocol.md §5.1)
     error = assert_error(response, -32602, request_id="req-1")
     assert field in violated_fields(error)
     assert snapshot(table_items) == before
@@ -320,7 +320,7 @@ def test_params_that_are_not_an_object_are_invalid_params(echo_url: str, table_i
 def test_unsupported_or_missing_version_is_refused_and_writes_nothing(
     echo_url: str, table_items: TableScan, headers: dict[str, str], query: str
 ) -> None:
-    # Given: a valid send, without an acceptable A2A-Version (a missing one counts as 0.3, §3)
+    # Given: a valid send, without an acceptable A2A-Version (a missing one counts as 0.3, docs/protocol.md §3.1)
     before = settled(table_items)
     # When
     response = post(
@@ -508,7 +508,7 @@ PRIVATE_OR_PLAIN_URLS = [
 def test_push_config_to_a_private_or_plain_http_url_is_refused(
     echo_url: str, table_items: TableScan, alice_task: dict[str, Any], url: str
 ) -> None:
-    # Given: alice's own task, and a push URL the Runtime must not call (A2A §9 SSRF; Profile v2)
+    # Given: alice's own task, and a push URL the Runtime must not call (docs/protocol.md §8.2; README "Push notifications")
     before = settled(table_items)
     # When
     response = post(

@@ -1,5 +1,5 @@
-"""End to end, raw HTTP: the Agent Card (A2A §6, Profile v2 "Card"), unknown agents, and the
-`A2A-Extensions` response header (A2A §3, §10)."""
+"""End to end, raw HTTP: the Agent Card (docs/protocol.md §9, Profile v2 "Card" in docs/profile.md §3), unknown agents, and the
+`A2A-Extensions` response header (docs/protocol.md §3)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def card(agent_url: Callable[[str], str], agent: str) -> dict[str, Any]:
 def test_card_is_served_with_caching_headers(agent_url: Callable[[str], str], agent: str) -> None:
     # When
     response = get_card(agent_url(agent))
-    # Then: A2A §3 card caching: Cache-Control max-age and ETag SHOULD, Last-Modified MAY
+    # Then: card caching (docs/protocol.md §9.5): Cache-Control max-age, ETag, Last-Modified
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/json")
     assert "max-age=" in response.headers["cache-control"]
@@ -88,7 +88,7 @@ def test_each_agent_has_its_own_etag(agent_url: Callable[[str], str]) -> None:
 
 # ---------------------------------------------------------------------------------------------- content
 def test_card_has_every_required_field(card: dict[str, Any], agent: str) -> None:
-    # Then: A2A §6 required fields, and none of the 0.3 top-level fields
+    # Then: the required fields, and none of the 0.3 top-level fields (docs/protocol.md §9.2)
     assert card["name"] == agent
     for field in ("description", "version"):
         assert isinstance(card[field], str) and card[field]
@@ -137,7 +137,7 @@ def test_the_interface_url_answers_json_rpc(card: dict[str, Any]) -> None:
 
 def test_capabilities_say_no_streaming_push_on_and_the_five_extensions(card: dict[str, Any]) -> None:
     capabilities = card["capabilities"]
-    # Then: proto3 optional bools are sent even when false (reference §1)
+    # Then: proto3 optional bools are sent even when false (docs/protocol.md §4.5)
     assert capabilities["streaming"] is False
     assert capabilities["pushNotifications"] is True  # the local Runtime has a push secret
     assert capabilities.get("extendedAgentCard", False) is False
@@ -150,7 +150,7 @@ def test_capabilities_say_no_streaming_push_on_and_the_five_extensions(card: dic
 
 
 def test_card_polish_documentation_icon_and_provider(card: dict[str, Any]) -> None:
-    # Then: the sister system's card polish (DESIGN: documentationUrl, iconUrl; provider)
+    # Then: documentationUrl, iconUrl and provider, so a directory can show the Agent (docs/protocol.md §9.2)
     assert card["documentationUrl"].startswith("https://")
     assert card["iconUrl"].startswith("https://")
     assert card["provider"]["organization"]
@@ -158,7 +158,7 @@ def test_card_polish_documentation_icon_and_provider(card: dict[str, Any]) -> No
 
 
 def test_skills_have_id_name_description_and_tags(card: dict[str, Any]) -> None:
-    # Then: A2A §6: all four are required for each skill
+    # Then: all four are required for each skill (docs/protocol.md §9.3)
     assert card["skills"]
     ids = [skill["id"] for skill in card["skills"]]
     assert len(ids) == len(set(ids))
@@ -169,7 +169,7 @@ def test_skills_have_id_name_description_and_tags(card: dict[str, Any]) -> None:
 
 
 def test_security_scheme_is_bearer_and_required(card: dict[str, Any]) -> None:
-    # Then: dev auth is a bearer token; the card says so in A2A 1.0 form (§6)
+    # Then: dev auth is a bearer token; the card says so in A2A 1.0 form (docs/protocol.md §9.4)
     scheme = card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]
     assert scheme["scheme"].lower() == "bearer"
     assert {"schemes": {"bearer": {"list": []}}} in card["securityRequirements"]
@@ -230,7 +230,7 @@ def test_the_response_lists_exactly_the_activated_extensions(
 ) -> None:
     # When
     response = call_with_extensions(agent_url("echo"), *sent)
-    # Then: A2A §10: the agent echoes what it activated, and only declared URIs are activated
+    # Then: docs/protocol.md §3.3: the agent echoes what it activated, and only declared URIs are activated
     got = activated(response)
     if expected is None:
         assert got is None, response.headers

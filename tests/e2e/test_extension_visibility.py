@@ -1,4 +1,4 @@
-"""Extension data only for the callers that activate it (Profile v2, "What a client gets"), at every level:
+"""Extension data only for the callers that activate it (Profile v2, "What a client gets" (docs/profile.md §4)), at every level:
 message metadata and `extensions`, artifacts, parts, history, status messages, ListTasks and push bodies.
 
 For each activation (none, then each extension alone) one subject drives three tasks with that activation

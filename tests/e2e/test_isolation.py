@@ -1,7 +1,7 @@
 """End to end, raw HTTP: one subject never sees, touches or counts another subject's tasks.
 
-Profile v2, "Caller": every read and list is scoped to the authenticated subject; another subject's task
-is "not found" (A2A §8 Access). And a caller without valid credentials gets HTTP 401 and writes nothing.
+Profile v2, "Caller" (docs/profile.md §1): every read and list is scoped to the authenticated subject; another subject's task
+is "not found" (docs/protocol.md §2.6). And a caller without valid credentials gets HTTP 401 and writes nothing.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ def test_without_valid_credentials_the_answer_is_401_and_nothing_is_written(
 
 
 def test_the_bearer_scheme_is_case_insensitive(echo_url: str) -> None:
-    # Given: RFC 7235 §2.1: auth schemes are case-insensitive
+    # Given: auth schemes are case-insensitive (docs/protocol.md §10.1)
     headers = {"A2A-Version": "1.0", "Authorization": f"bearer {BOB}"}
     # When
     response = httpx.post(

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from conftest import auth, rpc, user_message
 from nylorun.adapters.webhooks import AddressRefused, WebhookSender
+from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
-from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.settings import Settings
 from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver

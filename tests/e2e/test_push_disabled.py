@@ -1,5 +1,5 @@
 """A Runtime without a push secret: push configs are refused with -32003 and the card says
-`pushNotifications: false` (Profile v2, "Card"; A2A §8 capability checks).
+`pushNotifications: false` (docs/protocol.md §8.1, §9.2; Profile v2 "Card", docs/profile.md §3).
 
 No second server: an app is built over the same stack as the running local Runtime (same table, same
 state machine, same agents), with only `push_secret` taken away, and called in-process.

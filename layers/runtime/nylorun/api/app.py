@@ -76,9 +76,9 @@ ROUTES: dict[str, Handler] = {
 
 
 def check_version(header: str | None, query: str | None) -> None:
-    """A2A §3: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
+    """docs/protocol.md §3.1: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
 
-    Decision: a missing version is treated as 0.3, as the spec says (§3.6.2), so it is rejected with -32009
+    Decision: a missing version is treated as 0.3, as A2A 1.0 says (docs/protocol.md §3.1), so it is rejected with -32009
     and a message saying what to send. Being strict keeps the MUST and tells a bare curl user exactly what
     to add; the a2a-sdk and the TCK always send the header.
     """
@@ -160,7 +160,7 @@ def create_app(
         headers = {EXTENSIONS_HEADER: ", ".join(activated)} if activated else {}
 
         if not _is_json(request.headers.get("content-type", "")):
-            # A2A JSON-RPC binding: requests are application/json. Refusing other types also keeps a web page
+            # docs/protocol.md §1.2: requests are application/json. Refusing other types also keeps a web page
             # from posting a "simple" (text/plain, no preflight) request to a Runtime on loopback.
             error = ContentTypeNotSupportedError("Content-Type must be application/json for JSON-RPC requests")
             return _answer(jsonrpc.failure(None, error), headers)

@@ -18,7 +18,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileFetchFailed, FileService
-from nylorun.engine.turn import Finished, Interrupted, NonDeterministicAgent, OutcomeLost, Turn
+from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay
+from nylorun.engine.turn import Finished, Turn, TurnOutput
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
     Owner,
@@ -29,6 +30,7 @@ from nylorun.ports import (
     TurnCanceled,
     TurnOrchestrator,
 )
+from nylorun.profile.status import interaction_message, uncertain_message, with_plan
 from nylorun.protocol.models import INTERRUPTED_STATES, TaskState, TaskStatus
 
 ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
@@ -102,8 +104,8 @@ class TurnRunner:
                 return _ended()
             metrics.add_metric(name="TurnStarted", unit=MetricUnit.Count, value=1)
 
-        journal = self._store.journal(task_id)
-        turn = Turn(self._store, record, journal, self._files)
+        output = TurnOutput(plan=list(record.plan))
+        turn = Turn(self._store, record, Replay(self._store, task_id, self._store.journal(task_id)), output, self._files)
         trace_id = current_trace_id(task_id)
         try:
             try:
@@ -111,17 +113,17 @@ class TurnRunner:
             except Finished:
                 pass
         except Interrupted as stop:
-            return self._interrupt(turn, stop)
+            return self._interrupt(record, output, stop)
         except OutcomeLost as lost:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
-            uncertain = turn.uncertain_message(lost.effect_id)
+            uncertain = uncertain_message(task_id, record.context_id, lost.effect_id, output.plan)
             self._safely(
                 lambda: self._store.set_status(
                     task_id,
                     TaskStatus(state=TaskState.WORKING, message=uncertain),
                     expect={TaskState.WORKING},
-                    plan=turn.plan_steps(),
+                    plan=list(output.plan),
                 )
             )
             return {"outcome": "uncertain", "interactionId": None}
@@ -143,9 +145,9 @@ class TurnRunner:
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
 
         journal = self._store.journal(task_id)
-        reply = turn.outcome_message() or agent_text(record, "Done.")
-        state = TaskState.REJECTED if turn.rejected else TaskState.COMPLETED
-        reply = with_telemetry(turn.with_plan(reply), totals(journal, trace_id))
+        reply = output.reply or agent_text(record, "Done.")
+        state = TaskState.REJECTED if output.rejected else TaskState.COMPLETED
+        reply = with_telemetry(with_plan(reply, output.plan), totals(journal, trace_id))
         try:
             self._safely(
                 lambda: self._store.set_status(
@@ -153,7 +155,7 @@ class TurnRunner:
                     TaskStatus(state=state, message=reply),
                     expect={TaskState.WORKING},
                     history=[reply],
-                    plan=turn.plan_steps(),
+                    plan=list(output.plan),
                 )
             )
         except TooLarge as large:
@@ -166,24 +168,24 @@ class TurnRunner:
         self._store.set_status(record.task_id, TaskStatus(state=TaskState.WORKING), expect={TaskState.SUBMITTED})
         return self._store.get(record.task_id) or record
 
-    def _interrupt(self, turn: Turn, stop: Interrupted) -> Outcome:
+    def _interrupt(self, record: TaskRecord, output: TurnOutput, stop: Interrupted) -> Outcome:
         # Profile v2: approval and connection → AUTH_REQUIRED; question → INPUT_REQUIRED.
         state = TaskState.INPUT_REQUIRED if stop.interaction.kind == "question" else TaskState.AUTH_REQUIRED
-        message = turn.interaction_message(stop)
+        message = interaction_message(record.task_id, record.context_id, stop.interaction, output.plan)
         try:
             self._store.set_status(
-                turn.task_id,
+                record.task_id,
                 TaskStatus(state=state, message=message),
                 expect={TaskState.WORKING},
                 history=[message],
                 interaction=stop.interaction,
                 interaction_seq=stop.seq,
-                plan=turn.plan_steps(),
+                plan=list(output.plan),
             )
         except StateConflict:
             return _ended()
         except TooLarge as large:
-            return self._too_large(turn.task_id, large)
+            return self._too_large(record.task_id, large)
         metrics.add_metric(name="InteractionRequested", unit=MetricUnit.Count, value=1)
         return {"outcome": "interrupted", "interactionId": stop.interaction.interaction_id}
 

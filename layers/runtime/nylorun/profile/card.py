@@ -1,6 +1,6 @@
-"""The Agent Card, per Profile v2: one JSON-RPC 1.0 interface, `streaming: false`, `pushNotifications` only
-with a push secret, the five extensions with `required: false`, and documentationUrl, iconUrl and provider
-so a directory can show the Agent.
+"""The Agent Card (docs/protocol.md §9), per Profile v2: one JSON-RPC interface for A2A 1.0, `streaming: false`,
+`pushNotifications` only with a push secret, the five extensions with `required: false`, and documentationUrl,
+iconUrl and provider so a directory can show the Agent.
 
 The card is made from what it shows, not from the engine's `Agent` or the Runtime's `Settings`: both fit the
 two protocols below, and the profile rung imports neither."""

@@ -1,7 +1,7 @@
 """Nylorun Profile v2: the five extensions, their payloads, and what a caller sees of them.
 
 Extension data travels in `metadata` keyed by the extension's URI, and a message or artifact that carries
-it lists the URI in its `extensions` (Profile v2, "The extensions"). The store keeps every payload; what a
+it lists the URI in its `extensions` (Profile v2, "The extensions": docs/profile.md §2). The store keeps every payload; what a
 caller reads is rendered for the extensions that caller activated (`visible`).
 """
 
@@ -86,7 +86,7 @@ class FileVersion(Payload):
 
 
 def parse_activation(values: Iterable[str], declared: Iterable[str]) -> list[str]:
-    """A2A §3 / §10: comma-separated, trimmed, repeatable; unknown URIs ignored. Order of declaration."""
+    """docs/protocol.md §3.2-3.3: comma-separated, trimmed, repeatable; unknown URIs ignored. Order of declaration."""
     requested = {uri.strip() for value in values for uri in value.split(",") if uri.strip()}
     return [uri for uri in declared if uri in requested]
 
@@ -118,7 +118,7 @@ def visible(obj: W, activated: Iterable[str]) -> W:
 
     The one place that decides: every answer and every push body goes through it. Core tier (nothing
     activated) still gets the states and the text of every message, so an approval arrives as a text
-    question (Profile v2, "What a client gets").
+    question (Profile v2, "What a client gets": docs/profile.md §4).
     """
     hidden = frozenset(PROFILE_EXTENSIONS).difference(activated)
     return _without(obj, hidden) if hidden else obj

@@ -1,12 +1,30 @@
-"""Status texts the Runtime itself writes (not an Agent's words): queued turns, interactions as a core-tier
-client reads them, lost outcomes."""
+"""Status messages, rendered: the texts the Runtime itself writes (not an Agent's words) — queued turns,
+interactions as a core-tier client reads them, lost outcomes — and the agent messages of a turn with the profile
+data they carry (the plan under progress/v1, the open interaction under interactions/v1, effects/v1).
+
+Decision: what an agent shows a caller is recorded as well-formed Unicode. A lone surrogate in its text, plan,
+artifact or interaction (say, from bytes decoded with `surrogateescape`, or a model's output cut inside an
+emoji) becomes U+FFFD (`protocol/text.py`, `repaired`) where the Turn takes it or a message is built here:
+stored as it was, it would make every read of the task fail. Failing the turn instead would lose a reply over
+one character.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
-from nylorun.profile.extensions import Interaction
+from nylorun.profile.extensions import (
+    EFFECTS,
+    INTERACTIONS,
+    PROGRESS,
+    Interaction,
+    PlanStep,
+    Progress,
+    with_extension,
+)
 from nylorun.protocol.models import Message, Part, Role, TaskState, TaskStatus
+from nylorun.protocol.text import repaired
 
 # effects/v1: the status text of a task whose step lost its outcome (the task stays WORKING).
 UNCERTAIN_TEXT = (
@@ -56,3 +74,43 @@ def text_does_not_approve(interaction: Interaction) -> str:
         f"{core_text(interaction)} Your text reply was recorded; it does not answer this {interaction.kind}. "
         f"Answer with interactions/v1 metadata {{interactionId: {interaction.interaction_id}, approved}}."
     )
+
+
+# ---------------------------------------------------------------- an agent's messages on its turn
+def agent_message(task_id: str, context_id: str, parts: Sequence[Part]) -> Message:
+    """A message from the agent on its task (a fresh id), its parts repaired to well-formed Unicode."""
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[repaired(part) for part in parts],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+def with_plan(message: Message, plan: Sequence[PlanStep]) -> Message:
+    """Attach the plan under progress/v1 (when there is one)."""
+    if not plan:
+        return message
+    metadata, extensions = with_extension(message.metadata, message.extensions, PROGRESS, Progress(steps=list(plan)))
+    return message.model_copy(update={"metadata": metadata, "extensions": extensions})
+
+
+def progress_message(task_id: str, context_id: str, text: str, plan: Sequence[PlanStep]) -> Message:
+    """A WORKING status message: the step text, and the plan under progress/v1."""
+    return with_plan(agent_message(task_id, context_id, [Part(text=text)]), plan)
+
+
+def interaction_message(task_id: str, context_id: str, interaction: Interaction, plan: Sequence[PlanStep]) -> Message:
+    """The status message of an interrupted turn: a text question every tier can read, and the typed
+    interaction under interactions/v1 (Profile v2: the core tier gets the text, typed clients both)."""
+    message = progress_message(task_id, context_id, core_text(interaction), plan)
+    metadata, extensions = with_extension(message.metadata, message.extensions, INTERACTIONS, interaction)
+    return message.model_copy(update={"metadata": metadata, "extensions": extensions})
+
+
+def uncertain_message(task_id: str, context_id: str, effect_id: str, plan: Sequence[PlanStep]) -> Message:
+    """The status message of a turn whose effect lost its outcome: effects/v1 `{"uncertain": effectId}`."""
+    message = progress_message(task_id, context_id, UNCERTAIN_TEXT, plan)
+    metadata, extensions = with_extension(message.metadata, message.extensions, EFFECTS, {"uncertain": effect_id})
+    return message.model_copy(update={"metadata": metadata, "extensions": extensions})

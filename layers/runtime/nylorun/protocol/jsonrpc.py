@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 envelope for the A2A 1.0 binding (A2A 1.0, JSON-RPC binding).
+"""JSON-RPC 2.0 envelope for the A2A 1.0 JSON-RPC binding (docs/protocol.md §1, §2, §5).
 
 `decode` turns raw bytes into a request or raises the error to answer with; `parse_params` validates
 `params` into a wire model, turning pydantic's errors into -32602 with field violations.

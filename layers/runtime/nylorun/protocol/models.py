@@ -1,7 +1,8 @@
 """A2A 1.0 wire objects as ProtoJSON.
 
 camelCase names through aliases, enums as their proto names, unions as `oneof` (the member present is the
-discriminator), zero values omitted when dumping. Unknown fields are ignored, as ProtoJSON parsers do.
+discriminator), unset (None) fields omitted when dumping. Unknown fields are ignored, as ProtoJSON parsers do
+(docs/protocol.md §4).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 JsonObject = dict[str, Any]
-# A2A §4: historyLength unset = server default, 0 = no history, N = the last N; negative is invalid params.
+# docs/protocol.md §6.2: historyLength unset = server default, 0 = no history, N = the last N; negative is invalid params.
 HistoryLength = Annotated[int | None, Field(ge=0)]
 
 
@@ -51,7 +52,7 @@ class TaskState(StrEnum):
         return self in INTERRUPTED_STATES
 
 
-# A2A §5: terminal tasks are immutable; interrupted ones wait for the caller.
+# docs/protocol.md §6.1: terminal tasks are immutable; interrupted ones wait for the caller.
 TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 
@@ -236,7 +237,7 @@ class ListTasksResponse(Wire):
     total_size: int
 
     def wire(self) -> JsonObject:
-        # A2A §4 ListTasks: nextPageToken, pageSize and totalSize are always present, even when zero/empty.
+        # docs/protocol.md §7.5: nextPageToken, pageSize and totalSize are always present, even when zero/empty.
         out = super().wire()
         out.setdefault("nextPageToken", "")
         return out

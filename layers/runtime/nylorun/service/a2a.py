@@ -39,14 +39,12 @@ from nylorun.ports import (
 )
 from nylorun.profile.extensions import (
     INTERACTIONS,
-    PROGRESS,
     InteractionAnswer,
-    Progress,
     read_answer,
     visible,
     with_extension,
 )
-from nylorun.profile.status import text_does_not_approve
+from nylorun.profile.status import text_does_not_approve, with_plan
 from nylorun.protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -156,7 +154,7 @@ class A2AService:
                     field_violations=[("message.contextId", "Does not match the task's contextId.")],
                 )
             if record.state.terminal:
-                # A2A §8: terminal tasks are immutable; a refinement is a new task in the same context.
+                # docs/protocol.md §2.5: terminal tasks are immutable; a refinement is a new task in the same context.
                 raise UnsupportedOperationError(
                     f"Task {record.task_id} is in terminal state: {record.state.value}"
                 )
@@ -171,7 +169,7 @@ class A2AService:
         if agent is not None and agent.direct is not None:
             direct = agent.direct(message)
             if direct is not None:
-                # Well-formed text, as a turn records it (engine/turn.py), and only the caller's extensions.
+                # Well-formed text, as a turn records it (profile/status.py), and only the caller's extensions.
                 return {"message": visible(repaired(direct), caller.extensions).wire()}
 
         return self._new_turn(caller, request, message.context_id or str(uuid.uuid4()), retry_key, replaces)
@@ -298,11 +296,7 @@ class A2AService:
     def _resuming(record: TaskRecord, text: str = "Answer received; continuing.") -> Message:
         """A status message the service writes on a task (by default: right after an answer, the turn
         resumes), with the plan still in view (progress/v1)."""
-        message = agent_text(record, text)
-        if record.plan:
-            metadata, extensions = with_extension(None, None, PROGRESS, Progress(steps=record.plan))
-            message = message.model_copy(update={"metadata": metadata, "extensions": extensions})
-        return message
+        return with_plan(agent_text(record, text), record.plan)
 
     def _text_does_not_approve(self, record: TaskRecord, message: Message, retry_key: str) -> TaskRecord:
         """Profile v2: text never approves. The approval stays open and the status message says why, with
@@ -352,7 +346,7 @@ class A2AService:
             if history_length or request.include_artifacts:
                 record = self._store.get(head.task_id) or head
             if not request.include_artifacts:
-                record = dataclasses.replace(record, artifacts=[])  # A2A §4: omitted, not []
+                record = dataclasses.replace(record, artifacts=[])  # docs/protocol.md §7.4: omitted, not []
             task = self._render(caller, record, history_length)
             size += answer_bytes(task.wire()) + 1
             if tasks and size > ANSWER_BUDGET:

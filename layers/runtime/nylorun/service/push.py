@@ -1,5 +1,5 @@
-"""Push notifications (Profile v2: "delivered at least once, signed with Standard Webhooks, to hosts the
-Runtime allows. Retries last up to 24 hours").
+"""Push notifications (docs/protocol.md §8; Profile v2, docs/profile.md §5: "delivered at least once, signed
+with Standard Webhooks, to hosts the Runtime allows. Retries last up to 24 hours").
 
 Two steps, one queue (SQS FIFO):
 * fan-out: a Runtime event (status change, artifact) becomes one delivery per push config of its task;
@@ -135,7 +135,7 @@ class PushService:
             "User-Agent": "nylorun-push/1",
         }
         if config.authentication is not None:
-            # A2A §9: Authorization from the config's authentication (MUST).
+            # docs/protocol.md §8.4: Authorization from the config's authentication.
             credentials = f" {config.authentication.credentials}" if config.authentication.credentials else ""
             headers["Authorization"] = f"{config.authentication.scheme}{credentials}"
         if config.token:
