@@ -195,14 +195,14 @@ class Tasks(Messages):
         key_condition = f"{pk_name} = :pk"
         values: dict[str, Any] = {":pk": pk}
         if query.status_after is not None:
-            # A2A §4 ListTasks: keep tasks whose status.timestamp >= statusTimestampAfter. The sort key
+            # docs/protocol.md §7.2 (ListTasks): keep tasks whose status.timestamp >= statusTimestampAfter. The sort key
             # starts with the fixed-width timestamp, so this is a key condition, not a filter.
             key_condition += f" AND {sk_name} >= :after"
             values[":after"] = format_timestamp(query.status_after)
         base: dict[str, Any] = {
             "IndexName": index,
             "KeyConditionExpression": key_condition,
-            "ScanIndexForward": False,  # A2A §4: most recently updated first
+            "ScanIndexForward": False,  # docs/protocol.md §7.3: most recently updated first
         }
         if query.state is not None:
             base["FilterExpression"] = "#state = :state"
