@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Route
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
@@ -94,8 +95,18 @@ def check_version(header: str | None, query: str | None) -> None:
 
 
 def create_app(
-    service: A2AService, registry: AgentRegistry, settings: Settings, authenticator: Authenticator
+    service: A2AService,
+    registry: AgentRegistry,
+    settings: Settings,
+    authenticator: Authenticator,
+    *,
+    hop_to_thread: bool | None = None,
 ) -> FastAPI:
+    """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
+    blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
+    None (the default): it does, except for a request that comes through Mangum — a Lambda process serves one
+    request at a time, so there is nothing to keep free and the hop is pure cost. False: never (adapters that
+    never block, e.g. the in-memory ones)."""
     # redirect_slashes=False: Starlette would answer a 307 to the other spelling, which no POST follows.
     app = FastAPI(
         title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False
@@ -109,14 +120,16 @@ def create_app(
         host = request.headers.get("host", request.url.netloc)
         return f"{scheme}://{host}"
 
-    @app.get(A2A_PATH)
-    @app.get(A2A_PATH + "/")
-    def list_agents(request: Request) -> dict[str, Any]:
+    # The GET routes read only memory (registry, settings): async, so they never wait for a threadpool hop.
+    # response_model=None: a plain dict needs no response validation (nor FastAPI's pydantic.v1 probe).
+    @app.get(A2A_PATH, response_model=None)
+    @app.get(A2A_PATH + "/", response_model=None)
+    async def list_agents(request: Request) -> dict[str, Any]:
         base = base_url(request)
         return {"agents": [{"name": n, "url": agent_url(base, n)} for n in registry.names()]}
 
     @app.get(A2A_PATH + "/.well-known/agent-card.json")
-    def no_agent_card(request: Request) -> Response:
+    async def no_agent_card(request: Request) -> Response:
         # Where `.well-known/agent-card.json` lands when resolved against an Agent URL without its slash.
         # It cannot say which Agent was meant, so it says how to ask (a 404, never a redirect or a guess).
         names = registry.names()
@@ -130,8 +143,8 @@ def create_app(
             status_code=404,
         )
 
-    @app.get(A2A_PATH + "/{agent_name}/.well-known/agent-card.json")
-    def agent_card(agent_name: str, request: Request) -> Response:
+    async def agent_card(request: Request) -> Response:
+        agent_name: str = request.path_params["agent_name"]
         agent = registry.get(agent_name)
         if agent is None:
             return _not_found(agent_name)
@@ -142,9 +155,8 @@ def create_app(
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
 
-    @app.post(A2A_PATH + "/{agent_name}")
-    @app.post(A2A_PATH + "/{agent_name}/")
-    async def rpc(agent_name: str, request: Request) -> Response:
+    async def rpc(request: Request) -> Response:
+        agent_name: str = request.path_params["agent_name"]
         if registry.get(agent_name) is None:
             return _not_found(agent_name)
         try:
@@ -176,8 +188,21 @@ def create_app(
 
         caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
         version = (request.headers.get(VERSION_HEADER), request.query_params.get(VERSION_HEADER))
-        payload = await run_in_threadpool(_dispatch, service, caller, body, version)
+        if hop_to_thread is False or (hop_to_thread is None and "aws.event" in request.scope):
+            payload = _dispatch(service, caller, body, version)  # Mangum (Lambda): nothing else to serve
+        else:
+            payload = await run_in_threadpool(_dispatch, service, caller, body, version)
         return _answer(payload, headers)
+
+    # The card and JSON-RPC routes are plain Starlette routes: they take the Request and build their Response
+    # themselves, so FastAPI's per-request parameter solving and response handling would be pure overhead.
+    card_route = Route(A2A_PATH + "/{agent_name}/.well-known/agent-card.json", agent_card, methods=["GET"])
+    card_route.methods = {"GET"}  # as the FastAPI route had it: Starlette would add HEAD
+    app.router.routes += [
+        card_route,
+        Route(A2A_PATH + "/{agent_name}", rpc, methods=["POST"]),
+        Route(A2A_PATH + "/{agent_name}/", rpc, methods=["POST"]),
+    ]
 
     return app
 
