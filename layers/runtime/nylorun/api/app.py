@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
@@ -76,6 +79,10 @@ ROUTES: dict[str, Handler] = {
 }
 
 
+# The JSON-RPC route's path, both spellings: what Route(A2A_PATH + "/{agent_name}[/]") matches.
+_RPC_PATH = re.compile(re.escape(A2A_PATH) + "/([^/]+)/?")
+
+
 def check_version(header: str | None, query: str | None) -> None:
     """A2A §3: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
 
@@ -101,14 +108,14 @@ def create_app(
     authenticator: Authenticator,
     *,
     hop_to_thread: bool | None = None,
-) -> FastAPI:
+) -> RuntimeApp:
     """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
     blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
     None (the default): it does, except for a request that comes through Mangum — a Lambda process serves one
     request at a time, so there is nothing to keep free and the hop is pure cost. False: never (adapters that
     never block, e.g. the in-memory ones)."""
     # redirect_slashes=False: Starlette would answer a 307 to the other spelling, which no POST follows.
-    app = FastAPI(
+    app = RuntimeApp(
         title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False
     )
     started = formatdate(usegmt=True)
@@ -203,8 +210,38 @@ def create_app(
         Route(A2A_PATH + "/{agent_name}", rpc, methods=["POST"]),
         Route(A2A_PATH + "/{agent_name}/", rpc, methods=["POST"]),
     ]
-
+    app.rpc_endpoint = rpc
     return app
+
+
+class RuntimeApp(FastAPI):
+    """FastAPI with one shortcut: a JSON-RPC POST goes from the ASGI call to its endpoint behind Starlette's
+    ServerErrorMiddleware (the same 500 for an unexpected exception), past the rest of the middleware stack and
+    the route table, which do nothing for it: the endpoint raises no HTTPException, has no dependencies and no
+    body limit but its own. Off when middleware is added or a root_path set: then the routes serve it."""
+
+    rpc_endpoint: Callable[[Request], Awaitable[Response]] | None = None
+    _rpc_stack: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and self.rpc_endpoint is not None:
+            match = _RPC_PATH.fullmatch(scope["path"])
+            if match and not scope.get("root_path") and not self.root_path and not self.user_middleware:
+                scope["app"] = self
+                scope["path_params"] = {"agent_name": match[1]}
+                if self._rpc_stack is None:
+                    self._rpc_stack = self._build_rpc_stack(self.rpc_endpoint)
+                await self._rpc_stack(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    def _build_rpc_stack(self, endpoint: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await endpoint(Request(scope, receive, send))
+            await response(scope, receive, send)
+
+        handler = self.exception_handlers.get(500) or self.exception_handlers.get(Exception)
+        return ServerErrorMiddleware(serve, handler=handler, debug=self.debug)
 
 
 def _dispatch(
