@@ -148,14 +148,17 @@ def render(results: dict[str, Any]) -> str:
             f"wall time {meta['wall_seconds']:.0f} s"
         ),
     ]
-    for section in (_protocol, _mangum, _cold_start, _aws_calls, _handoff, _targets):
-        lines += section(results)
+    sections = (
+        ("protocol", _protocol), ("mangum", _mangum), ("cold_start", _cold_start), ("aws_calls", _aws_calls),
+        ("queue_handoff", _handoff), ("push_deliveries", _pushed), ("targets", _targets),
+    )  # fmt: skip
+    for key, section in sections:
+        if results.get(key):  # a figure this run did not measure is left out
+            lines += section(results)
     return "\n".join(lines)
 
 
 def _protocol(results: dict[str, Any]) -> list[str]:
-    if "protocol" not in results:
-        return []
     proto = results["protocol"]
     lines = [
         "",
@@ -184,8 +187,6 @@ def _protocol(results: dict[str, Any]) -> list[str]:
 
 
 def _mangum(results: dict[str, Any]) -> list[str]:
-    if "mangum" not in results:
-        return []
     lines = ["", "2. Mangum path: functions/api handler in-process, API Gateway HTTP API v2 events, in-memory store"]
     for op, r in (("GetTask", results["mangum"]["get_task"]), ("card", results["mangum"]["card"])):
         lines.append(
@@ -196,8 +197,6 @@ def _mangum(results: dict[str, Any]) -> list[str]:
 
 
 def _cold_start(results: dict[str, Any]) -> list[str]:
-    if "cold_start" not in results:
-        return []
     cold = results["cold_start"]
     lines = [
         "",
@@ -216,7 +215,7 @@ def _cold_start(results: dict[str, Any]) -> list[str]:
         lines += [
             (
                 f"   api handler {api['handler_ms']:.0f} ms against {base['baseline_ms']:.0f} ms for importing "
-                f"{base['imports']!r} alone: ratio {base['ratio']:.2f}"
+                f"`{base['imports']}` alone: ratio {base['ratio']:.2f}"
             ),
             f"   api handler loads: {', '.join(api['third_party_packages'])}",
             f"   api handler loads none of {', '.join(forbidden['checked'])}: "
@@ -226,8 +225,6 @@ def _cold_start(results: dict[str, Any]) -> list[str]:
 
 
 def _aws_calls(results: dict[str, Any]) -> list[str]:
-    if "aws_calls" not in results:
-        return []
     lines = [
         "",
         "4. AWS calls per operation (local Runtime on moto; lambda = our functions' invocations)",
@@ -248,29 +245,25 @@ def _aws_calls(results: dict[str, Any]) -> list[str]:
 
 
 def _handoff(results: dict[str, Any]) -> list[str]:
-    lines = []
-    if "queue_handoff" in results:
-        handoff = results["queue_handoff"]
-        lines += [
-            "",
-            (
-                f"5. Queue handoff (turn end → next queued turn start, local Runtime): median "
-                f"{handoff['median_ms']:.0f} ms over {len(handoff['gaps_ms'])} gaps {handoff['gaps_ms']}"
-            ),
-            f"   turn function AWS calls and invocations in each gap: {handoff['turn_function_calls_per_gap']}",
-        ]
-    if "push_deliveries" in results:
-        pushed = results["push_deliveries"]
-        lines.append(
-            "   Push deliveries to a local receiver: "
-            + (f"{pushed['deliveries_per_second']:.0f}/s (one instance, in-process)" if pushed else "n/a")
-        )
-    return lines
+    handoff = results["queue_handoff"]
+    return [
+        "",
+        (
+            f"5. Queue handoff (turn end → next queued turn start, local Runtime): median "
+            f"{handoff['median_ms']:.0f} ms over {len(handoff['gaps_ms'])} gaps {handoff['gaps_ms']}"
+        ),
+        f"   turn function AWS calls and invocations in each gap: {handoff['turn_function_calls_per_gap']}",
+    ]
+
+
+def _pushed(results: dict[str, Any]) -> list[str]:
+    pushed = results["push_deliveries"]
+    return [f"   Push deliveries to a local receiver: {pushed['deliveries_per_second']:.0f}/s (one instance, in-process)"]
 
 
 def _targets(results: dict[str, Any]) -> list[str]:
-    found = results.get("targets", {})
-    lines = ["", "Targets (issue 13, item 8)"] if found else []
+    found = results["targets"]
+    lines = ["", "Targets (issue 13, item 8)"]
     for name in ("get_task_vs_reference", "send_message_vs_reference"):
         if name in found:
             t = found[name]
