@@ -194,7 +194,9 @@ def create_app(
                 return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
 
         caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
-        version = (request.headers.get(VERSION_HEADER), request.query_params.get(VERSION_HEADER))
+        header = request.headers.get(VERSION_HEADER)
+        # The query string is parsed only when it can count: check_version reads the header first.
+        version = (header, None if header else request.query_params.get(VERSION_HEADER))
         if hop_to_thread is False or (hop_to_thread is None and "aws.event" in request.scope):
             payload = _dispatch(service, caller, body, version)  # Mangum (Lambda): nothing else to serve
         else:
