@@ -20,6 +20,8 @@ SEND_MESSAGE = (
     '{"messageId":"m-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
 )
 OPERATIONS = ("get_task", "send_message")
+# ours / reference requests/s to reach (issue 13, item 8).
+TARGETS = {"get_task": 1.5, "send_message": 3.0}
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Server:
 
 SERVERS = (
     Server("ours", "bench.servers:ours", servers.OURS_PATH, True),
+    Server("ours_threadpool", "bench.servers:ours_threadpool", servers.OURS_PATH, True),
     Server("reference", "bench.servers:reference", servers.REFERENCE_PATH, True),
     Server("ceiling", "bench.servers:ceiling", servers.CEILING_PATH, False),
 )
@@ -93,6 +96,11 @@ def summarize(results: dict[str, dict[str, LoadResult]], settings: LoadSettings)
         "servers": {name: {op: r.as_dict() for op, r in ops.items()} for name, ops in results.items()},
         "get_task_ratio": ratio("ours", "reference", "get_task"),
         "send_message_ratio": ratio("ours", "reference", "send_message"),
+        "targets": {
+            op: {"ratio": ratio("ours", "reference", op), "target": target, "met": ratio("ours", "reference", op) >= target}
+            for op, target in TARGETS.items()
+        },
+        "threadpool_of_reference": {op: ratio("ours_threadpool", "reference", op) for op in OPERATIONS},
         "ours_of_ceiling": {op: ratio("ours", "ceiling", op) for op in OPERATIONS},
         "reference_of_ceiling": {op: ratio("reference", "ceiling", op) for op in OPERATIONS},
     }

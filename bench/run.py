@@ -23,6 +23,7 @@ from bench.load import LoadSettings, choose_generator
 from bench.local_stack import Bench, aws_calls, queue_handoff
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+FIGURES = ("protocol", "mangum", "cold_start", "push_deliveries", "aws_calls", "queue_handoff")
 T = TypeVar("T")
 
 
@@ -59,26 +60,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=16, help="concurrent connections (default 16)")
     parser.add_argument("--repeats", type=int, default=5, help="cold-start runs per command (default 5)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated figures to run (default all): {','.join(FIGURES)}"
+    )
     args = parser.parse_args(argv)
+    only = set(filter(None, args.only.split(","))) or set(FIGURES)
+    if only - set(FIGURES):
+        parser.error(f"unknown figures: {sorted(only - set(FIGURES))}")
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
 
     started = time.monotonic()
     load = LoadSettings(choose_generator(), args.seconds, args.warmup, args.connections)
     results: dict[str, Any] = {"meta": _meta(load)}
-    with tempfile.TemporaryDirectory(prefix="nylorun-bench-") as logs:
-        results["protocol"] = _timed(
-            f"1. protocol layer ({load.generator}, 6 runs of {load.warmup}+{load.seconds} s)",
-            lambda: protocol.run(load, Path(logs)),
-        )
-    results["get_task_ratio"] = results["protocol"]["get_task_ratio"]
-    results["send_message_ratio"] = results["protocol"]["send_message_ratio"]
-    results["mangum"] = _timed("2. Mangum path (in-process)", mangum_path.run)
-    results["cold_start"] = _timed("3. cold start (fresh processes)", lambda: cold_start.run(args.repeats))
-    results["push_deliveries"] = _timed("5b. push deliveries (in-process)", push.run)
-    bench = Bench()
-    with _quiet_stdout(), bench.running():
-        results["aws_calls"] = _timed("4. AWS calls per operation (local Runtime)", lambda: aws_calls(bench))
-        results["queue_handoff"] = _timed("5a. queue handoff (local Runtime)", lambda: queue_handoff(bench))
+    if "protocol" in only:
+        with tempfile.TemporaryDirectory(prefix="nylorun-bench-") as logs:
+            results["protocol"] = _timed(
+                f"1. protocol layer ({load.generator}, {2 * len(protocol.SERVERS)} runs of "
+                f"{load.warmup}+{load.seconds} s)",
+                lambda: protocol.run(load, Path(logs)),
+            )
+        results["get_task_ratio"] = results["protocol"]["get_task_ratio"]
+        results["send_message_ratio"] = results["protocol"]["send_message_ratio"]
+    if "mangum" in only:
+        results["mangum"] = _timed("2. Mangum path (in-process)", mangum_path.run)
+    if "cold_start" in only:
+        results["cold_start"] = _timed("3. cold start (fresh processes)", lambda: cold_start.run(args.repeats))
+    if "push_deliveries" in only:
+        results["push_deliveries"] = _timed("5b. push deliveries (in-process)", push.run)
+    if only & {"aws_calls", "queue_handoff"}:
+        bench = Bench()
+        with _quiet_stdout(), bench.running():
+            if "aws_calls" in only:
+                results["aws_calls"] = _timed(
+                    "4. AWS calls per operation (local Runtime)", lambda: aws_calls(bench)
+                )
+            if "queue_handoff" in only:
+                results["queue_handoff"] = _timed("5a. queue handoff (local Runtime)", lambda: queue_handoff(bench))
+    results["targets"] = targets(results)
     results["meta"]["wall_seconds"] = round(time.monotonic() - started, 1)
     results["meta"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
 
@@ -102,45 +120,85 @@ def _meta(load: LoadSettings) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- the targets (issue 13, item 8)
+def targets(results: dict[str, Any]) -> dict[str, Any]:
+    """Each hot-path target this run measured: its figure, the target and whether it is met."""
+    found: dict[str, Any] = {}
+    if "protocol" in results:
+        for op, t in results["protocol"]["targets"].items():
+            found[f"{op}_vs_reference"] = t
+    api = results.get("cold_start", {}).get("api", {})
+    if "baseline" in api:
+        found["api_cold_import_vs_baseline"] = api["baseline"]
+        found["api_forbidden_packages"] = api["forbidden_packages"]
+    return found
+
+
+def _verdict(met: bool) -> str:
+    return "ok" if met else "FAIL"
+
+
 # ---------------------------------------------------------------- the table
 def render(results: dict[str, Any]) -> str:
-    meta, proto = results["meta"], results["protocol"]
+    meta = results["meta"]
     lines = [
         (
             f"Nylorun Runtime benchmarks — {meta['date']}, Python {meta['python']}, {meta['cpus']} CPUs, "
-            f"load average before {meta['load_average_before'][0]}, wall time {meta['wall_seconds']:.0f} s"
+            f"load average before {meta['load_average_before']} after {meta['load_average_after']}, "
+            f"wall time {meta['wall_seconds']:.0f} s"
         ),
+    ]
+    sections = (
+        ("protocol", _protocol), ("mangum", _mangum), ("cold_start", _cold_start), ("aws_calls", _aws_calls),
+        ("queue_handoff", _handoff), ("push_deliveries", _pushed), ("targets", _targets),
+    )  # fmt: skip
+    for key, section in sections:
+        if results.get(key):  # a figure this run did not measure is left out
+            lines += section(results)
+    return "\n".join(lines)
+
+
+def _protocol(results: dict[str, Any]) -> list[str]:
+    proto = results["protocol"]
+    lines = [
         "",
         (
             "1. Protocol layer: uvicorn (1 worker, uvloop, httptools), in-memory stores, "
             f"{proto['load']['generator']} with {proto['load']['connections']} connections, "
             f"{proto['load']['seconds']} s after {proto['load']['warmup_seconds']} s warm-up"
         ),
-        f"   {'server':<10} {'operation':<12} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}",
+        f"   {'server':<16} {'operation':<12} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}",
     ]
     for server, ops in proto["servers"].items():
         for op, r in ops.items():
             name = "GetTask" if op == "get_task" else "SendMessage"
             lines.append(
-                f"   {server:<10} {name:<12} {r['requests_per_second']:>8.0f} {r['p50_ms']:>8.1f} "
+                f"   {server:<16} {name:<12} {r['requests_per_second']:>8.0f} {r['p50_ms']:>8.1f} "
                 f"{r['p99_ms']:>8.1f} {r['errors']:>7}"
             )
-    lines += [
-        (
-            f"   ours / reference: GetTask {results['get_task_ratio']:.2f}, "
-            f"SendMessage {results['send_message_ratio']:.2f};   ours / ceiling: "
-            f"GetTask {proto['ours_of_ceiling']['get_task']:.2f}, SendMessage {proto['ours_of_ceiling']['send_message']:.2f}"
-        ),
-        "",
-        "2. Mangum path: functions/api handler in-process, API Gateway HTTP API v2 events, in-memory store",
-    ]
+    lines.append(
+        f"   ours / reference: GetTask {results['get_task_ratio']:.2f}, "
+        f"SendMessage {results['send_message_ratio']:.2f};   ours / ceiling: "
+        f"GetTask {proto['ours_of_ceiling']['get_task']:.2f}, SendMessage {proto['ours_of_ceiling']['send_message']:.2f}"
+        f";   ours_threadpool / reference: GetTask {proto['threadpool_of_reference']['get_task']:.2f}, "
+        f"SendMessage {proto['threadpool_of_reference']['send_message']:.2f}"
+    )
+    return lines
+
+
+def _mangum(results: dict[str, Any]) -> list[str]:
+    lines = ["", "2. Mangum path: functions/api handler in-process, API Gateway HTTP API v2 events, in-memory store"]
     for op, r in (("GetTask", results["mangum"]["get_task"]), ("card", results["mangum"]["card"])):
         lines.append(
             f"   {op:<8} {r['invocations_per_second']:>8.0f} invocations/s   p50 {r['p50_ms']:.2f} ms   "
             f"p99 {r['p99_ms']:.2f} ms"
         )
+    return lines
+
+
+def _cold_start(results: dict[str, Any]) -> list[str]:
     cold = results["cold_start"]
-    lines += [
+    lines = [
         "",
         f"3. Cold start: fresh process, median of {cold['repeats']} (python alone: {cold['python_startup_ms']:.0f} ms)",
         f"   {'function':<10} {'handler ms':>10} {'deps ms':>9} {'ratio':>6}",
@@ -150,10 +208,24 @@ def render(results: dict[str, Any]) -> str:
         if "error" in c:
             lines.append(f"   {function:<10} failed to import: {' '.join(c['error'])}")
         elif c:
-            lines.append(
-                f"   {function:<10} {c['handler_ms']:>10.0f} {c['deps_ms']:>9.0f} {c['ratio']:>6.2f}"
-            )
-    lines += [
+            lines.append(f"   {function:<10} {c['handler_ms']:>10.0f} {c['deps_ms']:>9.0f} {c['ratio']:>6.2f}")
+    api = cold.get("api", {})
+    if "baseline" in api:
+        base, forbidden = api["baseline"], api["forbidden_packages"]
+        lines += [
+            (
+                f"   api handler {api['handler_ms']:.0f} ms against {base['baseline_ms']:.0f} ms for importing "
+                f"`{base['imports']}` alone: ratio {base['ratio']:.2f}"
+            ),
+            f"   api handler loads: {', '.join(api['third_party_packages'])}",
+            f"   api handler loads none of {', '.join(forbidden['checked'])}: "
+            + ("ok" if forbidden["ok"] else f"FAIL ({', '.join(forbidden['loaded'])} loaded)"),
+        ]
+    return lines
+
+
+def _aws_calls(results: dict[str, Any]) -> list[str]:
+    lines = [
         "",
         "4. AWS calls per operation (local Runtime on moto; lambda = our functions' invocations)",
         f"   {'operation':<24} "
@@ -169,18 +241,41 @@ def render(results: dict[str, Any]) -> str:
             + " ".join(f"{n:>13}" for n in r["by_service"].values())
             + f" {r['total']:>6} {transitions:>16}"
         )
-    handoff, pushed = results["queue_handoff"], results["push_deliveries"]
-    lines += [
+    return lines
+
+
+def _handoff(results: dict[str, Any]) -> list[str]:
+    handoff = results["queue_handoff"]
+    return [
         "",
         (
-            f"5. Queue handoff (turn end → next queued turn start, local Runtime): median {handoff['median_ms']:.0f} ms "
-            f"over {len(handoff['gaps_ms'])} gaps {handoff['gaps_ms']}"
+            f"5. Queue handoff (turn end → next queued turn start, local Runtime): median "
+            f"{handoff['median_ms']:.0f} ms over {len(handoff['gaps_ms'])} gaps {handoff['gaps_ms']}"
         ),
         f"   turn function AWS calls and invocations in each gap: {handoff['turn_function_calls_per_gap']}",
-        "   Push deliveries to a local receiver: "
-        + (f"{pushed['deliveries_per_second']:.0f}/s (one instance, in-process)" if pushed else "n/a"),
     ]
-    return "\n".join(lines)
+
+
+def _pushed(results: dict[str, Any]) -> list[str]:
+    pushed = results["push_deliveries"]
+    return [f"   Push deliveries to a local receiver: {pushed['deliveries_per_second']:.0f}/s (one instance, in-process)"]
+
+
+def _targets(results: dict[str, Any]) -> list[str]:
+    found = results["targets"]
+    lines = ["", "Targets (issue 13, item 8)"]
+    for name in ("get_task_vs_reference", "send_message_vs_reference"):
+        if name in found:
+            t = found[name]
+            lines.append(f"   {name:<30} {t['ratio']:>6.2f}  (at least {t['target']}): {_verdict(t['met'])}")
+    if "api_cold_import_vs_baseline" in found:
+        t = found["api_cold_import_vs_baseline"]
+        lines.append(
+            f"   {'api_cold_import_vs_baseline':<30} {t['ratio']:>6.2f}  (at most {t['target']}): {_verdict(t['met'])}"
+        )
+        f = found["api_forbidden_packages"]
+        lines.append(f"   {'api_forbidden_packages':<30} {f['loaded'] or 'none'}: {_verdict(f['ok'])}")
+    return lines
 
 
 if __name__ == "__main__":

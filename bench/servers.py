@@ -1,6 +1,8 @@
 """The three ASGI apps the protocol benchmark serves, each in its own uvicorn process (`--factory`):
 
-* `ours`: the Runtime's api app on the in-memory store, orchestrator and queue (the `echo` Agent);
+* `ours`: the Runtime's api app on the in-memory store, orchestrator and queue (the `echo` Agent), the service
+  called on the event loop (as under Mangum); `ours_threadpool`: the same with the threadpool hop uvicorn
+  serves the local Runtime with;
 * `reference`: the a2a-sdk 1.3.0 server: DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor,
   mounted with create_agent_card_routes / create_jsonrpc_routes in Starlette;
 * `ceiling`: a bare FastAPI route that answers every POST with a canned JSON-RPC result.
@@ -47,7 +49,13 @@ CANNED = json.dumps(
 
 
 def ours() -> FastAPI:
-    # No authentication (the reference has none either): only the protocol layer is measured.
+    # No authentication (the reference has none either): only the protocol layer is measured. The in-memory
+    # adapters never block, so the service runs on the event loop, as it does under Mangum on Lambda.
+    return memory_stack(Settings(auth="none")).app(hop_to_thread=False)
+
+
+def ours_threadpool() -> FastAPI:
+    """The same, each JSON-RPC call hopping to the threadpool, as the local Runtime serves (its adapters block)."""
     return memory_stack(Settings(auth="none")).app()
 
 

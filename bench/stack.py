@@ -23,8 +23,10 @@ class MemoryStack:
     store: InMemoryTaskStore
     service: A2AService
 
-    def app(self) -> FastAPI:
-        return create_app(self.service, self.registry, self.settings, Authenticator(self.settings))
+    def app(self, *, hop_to_thread: bool | None = None) -> FastAPI:
+        return create_app(
+            self.service, self.registry, self.settings, Authenticator(self.settings), hop_to_thread=hop_to_thread
+        )
 
 
 def memory_stack(settings: Settings, registry: AgentRegistry | None = None) -> MemoryStack:

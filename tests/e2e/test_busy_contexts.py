@@ -138,6 +138,11 @@ def test_delivery_reject_on_a_busy_context_is_context_busy(local_runtime: LocalR
     # Given a context busy with a turn waiting for an approval
     first = send(url, "ask first", context, immediately=False)["result"]["task"]
     assert first["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+    # The answer can come before the turn's wait token (JRN#…, WAIT#…) is written: the snapshot waits for it.
+    deadline = time.monotonic() + 20
+    while not any(i["PK"]["S"] == f"JRN#{first['id']}" and i["SK"]["S"].startswith("WAIT#") for i in table_items()):
+        assert time.monotonic() < deadline, "the turn never wrote its wait token"
+        time.sleep(0.05)
     before = table_items()
 
     async def body() -> None:

@@ -1,19 +1,57 @@
 """One Logger, Tracer and Metrics for the whole Runtime (Powertools), shared by every module and handler.
 
 The service name comes from POWERTOOLS_SERVICE_NAME (template Globals), "nylorun" by default.
+
+Tracing patches what X-Ray's `patch_all` patches, but each library only once something imports it: botocore at
+once (every function makes AWS calls and boto3 loads it anyway), the others (requests, httpx, sqlite3, database
+drivers) on their import. `patch_all` imports every one that is installed to patch it — httpx alone brings its
+CLI's click, rich and pygments — in functions that never use them.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from types import ModuleType
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 SERVICE = "nylorun"
 
+# X-Ray's patch name → the module whose import gets it patched (aws_xray_sdk.core.patcher.NO_DOUBLE_PATCH).
+_PATCH_ON_IMPORT = {
+    "aiobotocore": "aiobotocore",
+    "pynamodb": "pynamodb",
+    "requests": "requests",
+    "sqlite3": "sqlite3",
+    "mysql": "mysql.connector",
+    "pymongo": "pymongo",
+    "pymysql": "pymysql",
+    "psycopg2": "psycopg2",
+    "psycopg": "psycopg",
+    "pg8000": "pg8000",
+    "sqlalchemy_core": "sqlalchemy",
+    "httpx": "httpx",
+}
+
 logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = Tracer(service=SERVICE, patch_modules=["botocore"])
 metrics = Metrics(namespace="Nylorun", service=SERVICE)
+
+
+def _patch_on_import() -> None:
+    if tracer.disabled:
+        return
+    from wrapt import when_imported  # X-Ray's own dependency: here only when tracing is on
+
+    def patcher(name: str) -> Callable[[ModuleType], None]:
+        return lambda _module: tracer.patch([name])
+
+    for patch_name, module in _PATCH_ON_IMPORT.items():
+        when_imported(module)(patcher(patch_name))
+
+
+_patch_on_import()
 
 # A request that records no metric is normal (a GetTask, a card fetch): not worth a warning per call.
 warnings.filterwarnings("ignore", message="No application metrics to publish")

@@ -7,25 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore, decode_change
-from nylorun.adapters.eventbridge import EventBridgeBus
 from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
-from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
-from nylorun.service.publish import EventPublisher
-from nylorun.service.push import PushService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
+
+if TYPE_CHECKING:  # each imported where it is built: the api function builds none of them
+    from nylorun.adapters.eventbridge import EventBridgeBus
+    from nylorun.engine.runner import TurnRunner
+    from nylorun.service.publish import EventPublisher
+    from nylorun.service.push import PushService
 
 # Standard retry mode with a few attempts: throttling is retried by the SDK, not by our code.
 _BOTO = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
@@ -48,6 +50,8 @@ class Runtime:
     @cached_property
     def publisher(self) -> EventPublisher:
         """The change stream's records → Runtime events on the bus."""
+        from nylorun.service.publish import EventPublisher
+
         return EventPublisher(self.store, self.bus, decode_change)
 
     @cached_property
@@ -60,6 +64,8 @@ class Runtime:
 
     @cached_property
     def bus(self) -> EventBridgeBus:
+        from nylorun.adapters.eventbridge import EventBridgeBus
+
         return EventBridgeBus(self.client("events"), self.settings.event_bus_name)
 
     @cached_property
@@ -91,6 +97,8 @@ class Runtime:
 
     @cached_property
     def runner(self) -> TurnRunner:
+        from nylorun.engine.runner import TurnRunner
+
         return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files)
 
     @cached_property
@@ -111,6 +119,8 @@ class Runtime:
 
     @cached_property
     def push(self) -> PushService:
+        from nylorun.service.push import PushService
+
         return PushService(
             self.store, self.http, self.push_queue, self.settings, self.push_secrets(), files=self.files
         )

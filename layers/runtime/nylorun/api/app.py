@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
@@ -75,6 +79,10 @@ ROUTES: dict[str, Handler] = {
 }
 
 
+# The JSON-RPC route's path, both spellings: what Route(A2A_PATH + "/{agent_name}[/]") matches.
+_RPC_PATH = re.compile(re.escape(A2A_PATH) + "/([^/]+)/?")
+
+
 def check_version(header: str | None, query: str | None) -> None:
     """docs/protocol.md §3.1: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
 
@@ -94,10 +102,20 @@ def check_version(header: str | None, query: str | None) -> None:
 
 
 def create_app(
-    service: A2AService, registry: AgentRegistry, settings: Settings, authenticator: Authenticator
-) -> FastAPI:
+    service: A2AService,
+    registry: AgentRegistry,
+    settings: Settings,
+    authenticator: Authenticator,
+    *,
+    hop_to_thread: bool | None = None,
+) -> RuntimeApp:
+    """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
+    blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
+    None (the default): it does, except for a request that comes through Mangum — a Lambda process serves one
+    request at a time, so there is nothing to keep free and the hop is pure cost. False: never (adapters that
+    never block, e.g. the in-memory ones)."""
     # redirect_slashes=False: Starlette would answer a 307 to the other spelling, which no POST follows.
-    app = FastAPI(
+    app = RuntimeApp(
         title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False
     )
     started = formatdate(usegmt=True)
@@ -109,14 +127,16 @@ def create_app(
         host = request.headers.get("host", request.url.netloc)
         return f"{scheme}://{host}"
 
-    @app.get(A2A_PATH)
-    @app.get(A2A_PATH + "/")
-    def list_agents(request: Request) -> dict[str, Any]:
+    # The GET routes read only memory (registry, settings): async, so they never wait for a threadpool hop.
+    # response_model=None: a plain dict needs no response validation (nor FastAPI's pydantic.v1 probe).
+    @app.get(A2A_PATH, response_model=None)
+    @app.get(A2A_PATH + "/", response_model=None)
+    async def list_agents(request: Request) -> dict[str, Any]:
         base = base_url(request)
         return {"agents": [{"name": n, "url": agent_url(base, n)} for n in registry.names()]}
 
     @app.get(A2A_PATH + "/.well-known/agent-card.json")
-    def no_agent_card(request: Request) -> Response:
+    async def no_agent_card(request: Request) -> Response:
         # Where `.well-known/agent-card.json` lands when resolved against an Agent URL without its slash.
         # It cannot say which Agent was meant, so it says how to ask (a 404, never a redirect or a guess).
         names = registry.names()
@@ -130,8 +150,8 @@ def create_app(
             status_code=404,
         )
 
-    @app.get(A2A_PATH + "/{agent_name}/.well-known/agent-card.json")
-    def agent_card(agent_name: str, request: Request) -> Response:
+    async def agent_card(request: Request) -> Response:
+        agent_name: str = request.path_params["agent_name"]
         agent = registry.get(agent_name)
         if agent is None:
             return _not_found(agent_name)
@@ -142,9 +162,8 @@ def create_app(
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
 
-    @app.post(A2A_PATH + "/{agent_name}")
-    @app.post(A2A_PATH + "/{agent_name}/")
-    async def rpc(agent_name: str, request: Request) -> Response:
+    async def rpc(request: Request) -> Response:
+        agent_name: str = request.path_params["agent_name"]
         if registry.get(agent_name) is None:
             return _not_found(agent_name)
         try:
@@ -175,11 +194,56 @@ def create_app(
                 return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
 
         caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
-        version = (request.headers.get(VERSION_HEADER), request.query_params.get(VERSION_HEADER))
-        payload = await run_in_threadpool(_dispatch, service, caller, body, version)
+        header = request.headers.get(VERSION_HEADER)
+        # The query string is parsed only when it can count: check_version reads the header first.
+        version = (header, None if header else request.query_params.get(VERSION_HEADER))
+        if hop_to_thread is False or (hop_to_thread is None and "aws.event" in request.scope):
+            payload = _dispatch(service, caller, body, version)  # Mangum (Lambda): nothing else to serve
+        else:
+            payload = await run_in_threadpool(_dispatch, service, caller, body, version)
         return _answer(payload, headers)
 
+    # The card and JSON-RPC routes are plain Starlette routes: they take the Request and build their Response
+    # themselves, so FastAPI's per-request parameter solving and response handling would be pure overhead.
+    card_route = Route(A2A_PATH + "/{agent_name}/.well-known/agent-card.json", agent_card, methods=["GET"])
+    card_route.methods = {"GET"}  # as the FastAPI route had it: Starlette would add HEAD
+    app.router.routes += [
+        card_route,
+        Route(A2A_PATH + "/{agent_name}", rpc, methods=["POST"]),
+        Route(A2A_PATH + "/{agent_name}/", rpc, methods=["POST"]),
+    ]
+    app.rpc_endpoint = rpc
     return app
+
+
+class RuntimeApp(FastAPI):
+    """FastAPI with one shortcut: a JSON-RPC POST goes from the ASGI call to its endpoint behind Starlette's
+    ServerErrorMiddleware (the same 500 for an unexpected exception), past the rest of the middleware stack and
+    the route table, which do nothing for it: the endpoint raises no HTTPException, has no dependencies and no
+    body limit but its own. Off when middleware is added or a root_path set: then the routes serve it."""
+
+    rpc_endpoint: Callable[[Request], Awaitable[Response]] | None = None
+    _rpc_stack: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and self.rpc_endpoint is not None:
+            match = _RPC_PATH.fullmatch(scope["path"])
+            if match and not scope.get("root_path") and not self.root_path and not self.user_middleware:
+                scope["app"] = self
+                scope["path_params"] = {"agent_name": match[1]}
+                if self._rpc_stack is None:
+                    self._rpc_stack = self._build_rpc_stack(self.rpc_endpoint)
+                await self._rpc_stack(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    def _build_rpc_stack(self, endpoint: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await endpoint(Request(scope, receive, send))
+            await response(scope, receive, send)
+
+        handler = self.exception_handlers.get(500) or self.exception_handlers.get(Exception)
+        return ServerErrorMiddleware(serve, handler=handler, debug=self.debug)
 
 
 def _dispatch(
