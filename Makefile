@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands in for AWS)
 	$(VENV)/bin/nylorun serve $(ARGS)
 
-test: $(STAMP)  ## Static checks of the template, the import ladder (lint-imports), then every test
+test: $(STAMP)  ## Static checks (template, ruff, mypy --strict, the import ladder), then every test
 	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/ruff check layers local client examples functions tests bench
+	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -73,7 +75,7 @@ validate: $(SAM_STAMP)  ## sam validate --lint, and least privilege on the templ
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py template.yaml
 
-lint: $(STAMP)  ## ruff, mypy and the import ladder (lint-imports); not in `make test` until ruff is clean tree-wide
+lint: $(STAMP)  ## ruff, mypy and the import ladder (lint-imports), as `make test` runs them
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

@@ -8,12 +8,12 @@ from fastapi import FastAPI
 from nylorun.adapters.memory import InMemoryContextQueue, InMemoryOrchestrator, InMemoryTaskStore
 from nylorun.api.app import create_app
 from nylorun.api.auth import Authenticator
-from nylorun_examples import AGENTS
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.runner import TurnRunner
 from nylorun.service.a2a import A2AService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
+from nylorun_examples import AGENTS
 
 
 @dataclass(frozen=True)

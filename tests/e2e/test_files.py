@@ -32,7 +32,7 @@ SERVED = b"bytes served over http \x00\x01\x02"
 @pytest.fixture(scope="module")
 def file_server() -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             if self.path.startswith("/missing"):
                 self.send_response(404)
                 self.end_headers()

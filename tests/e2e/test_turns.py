@@ -4,6 +4,7 @@ telemetry and cancel (Profile v2)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -307,7 +308,7 @@ def test_support_question_connection_approval_walkthrough(local_runtime: LocalRu
             assert len(REFUNDS) == refunds_before + 1
             receipt = task["artifacts"][0]
             assert receipt["metadata"][FILES]["kind"] == "receipt" and receipt["metadata"][FILES]["version"] == 1
-            assert "Refund R-" in httpx.get(receipt["parts"][0]["url"]).text
+            assert "Refund R-" in (await asyncio.to_thread(httpx.get, receipt["parts"][0]["url"])).text
             steps = status_ext(task, PROGRESS)["steps"]
             assert [s["state"] for s in steps] == ["done"] * 5
 
@@ -377,7 +378,7 @@ def test_cancel_during_a_wait_ends_the_task(local_runtime: LocalRuntime, agents:
             arn = local_runtime.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{task['id']}"
             deadline = time.monotonic() + 10
             while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() < deadline:
-                time.sleep(0.05)
+                await asyncio.sleep(0.05)
             assert sfn.describe_execution(executionArn=arn)["status"] != "RUNNING"
             assert f"send:{task['id']}" not in agents["probe"].calls
 
@@ -394,7 +395,7 @@ def test_cancel_during_a_run_starts_no_further_effect(local_runtime: LocalRuntim
             # Given the first effect has run and the agent is still working
             deadline = time.monotonic() + 10
             while f"first:{task['id']}" not in probe.calls and time.monotonic() < deadline:
-                time.sleep(0.02)
+                await asyncio.sleep(0.02)
             assert probe.calls[f"first:{task['id']}"] == 1
             # When the caller cancels, and only then does the agent try its next effect
             canceled = await alice.cancel(task["id"])
