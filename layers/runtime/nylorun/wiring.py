@@ -5,6 +5,7 @@ Made once per cold start by each Lambda handler, and once by `nylorun serve`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,21 @@ if TYPE_CHECKING:  # each imported where it is built: the api function builds no
 _BOTO = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 
 
+class _LazyClient:
+    """A boto3 client made on its first call. Every function builds its adapters at cold start, but most
+    requests use one or two AWS services (a GetTask only DynamoDB); making a client loads botocore's service
+    model, so each is made when first used."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return getattr(self._client, name)
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -41,7 +57,7 @@ class Runtime:
     def client(self, name: str) -> Any:
         # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.
         config = _BOTO.merge(Config(signature_version="s3v4")) if name == "s3" else _BOTO
-        return boto3.client(name, config=config)
+        return _LazyClient(lambda: boto3.client(name, config=config))
 
     @cached_property
     def store(self) -> DynamoTaskStore:
