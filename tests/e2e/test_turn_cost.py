@@ -25,7 +25,7 @@ import httpx
 import pytest
 from botocore.client import BaseClient
 from conftest import auth, user_message
-from nylorun.wiring import Runtime
+from nylorun.wiring import LazyClient, Runtime
 from nylorun_local import aws as local_aws
 from nylorun_local.runtime import LocalRuntime
 
@@ -182,6 +182,8 @@ class Meter:
         for adapter in list(vars(runtime).values()):
             for holder in [adapter, *getattr(adapter, "__dict__", {}).values()]:
                 for value in list(getattr(holder, "__dict__", {}).values()):
+                    if isinstance(value, LazyClient):  # wiring makes each client on first use
+                        value = value.client
                     if isinstance(value, BaseClient):
                         self.attach(component, value)
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # each imported where it is built: the api function builds no
 _BOTO = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 
 
-class _LazyClient:
+class LazyClient:
     """A boto3 client made on its first call. Every function builds its adapters at cold start, but most
     requests use one or two AWS services (a GetTask only DynamoDB); making a client loads botocore's service
     model, so each is made when first used."""
@@ -43,10 +43,15 @@ class _LazyClient:
         self._make = make
         self._client: Any = None
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def client(self) -> Any:
+        """The boto3 client itself (made now if it was not yet)."""
         if self._client is None:
             self._client = self._make()
-        return getattr(self._client, name)
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
 
 
 @dataclass
@@ -57,7 +62,7 @@ class Runtime:
     def client(self, name: str) -> Any:
         # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.
         config = _BOTO.merge(Config(signature_version="s3v4")) if name == "s3" else _BOTO
-        return _LazyClient(lambda: boto3.client(name, config=config))
+        return LazyClient(lambda: boto3.client(name, config=config))
 
     @cached_property
     def store(self) -> DynamoTaskStore:
