@@ -260,9 +260,18 @@ def test_configs_live_as_long_as_their_task(approver: str, receiver: Receiver, l
 def test_a_config_on_an_ended_task_is_accepted_sends_nothing_and_expires(
     approver: str, receiver: Receiver, local_runtime: LocalRuntime
 ) -> None:
-    # Given a task that has ended
-    task = rpc(approver, "SendMessage", {"message": user_message("quick")})["result"]["task"]
-    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Given a task that has ended, and whose last event has been delivered (to a first config): nothing of
+    # it is still on its way through the stream, the bus and the push queue
+    first = Receiver(str(local_runtime.options.push_secret))
+    try:
+        task = send_with_push(approver, "quick", first.url)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        deadline = time.monotonic() + 20
+        while "TASK_STATE_COMPLETED" not in states(first.requests) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "TASK_STATE_COMPLETED" in states(first.requests)
+    finally:
+        first.close()
     # When a push config is created on it
     created = rpc(approver, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "late", "url": receiver.url})
     # Then it is accepted and readable, and carries an expiry from the start (it will never send anything)
