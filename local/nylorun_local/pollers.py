@@ -9,32 +9,28 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Self
 
 from nylorun.observability import logger
 
-from nylorun_local.activity import ACTIVITY, Backoff, watch_boto3_writes
+from nylorun_local.activity import ACTIVITY, IDLE_MAX_SECONDS, Backoff, watch_boto3_writes
 from nylorun_local.aws import LocalAws, invoke_registered
 
 # Stream records only follow table writes, and every table write wakes the poller: it can sleep long.
 STREAM_IDLE_MAX_SECONDS = 5.0
 
 
-class StreamPoller:
-    """DynamoDB stream → function, like Lambda's DynamoDB event source mapping."""
+class _Poller:
+    """A thread that calls `_poll_once` until stopped, sleeping (until a write wakes it) when it finds nothing."""
 
-    def __init__(self, aws: LocalAws, stream_arn: str, function_name: str, batch_size: int = 100) -> None:
-        self._streams = aws.client("dynamodbstreams")
-        self._arn = stream_arn
+    def __init__(self, function_name: str, idle_max: float = IDLE_MAX_SECONDS) -> None:
         self._function = function_name
-        self._batch = batch_size
+        self._idle_max = idle_max
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
-        self._next: dict[str, int] = {}
-        self._pending: dict[str, list[dict[str, Any]]] = {}
         self.idle = threading.Event()
 
-    def start(self) -> StreamPoller:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -43,14 +39,17 @@ class StreamPoller:
         ACTIVITY.bump()
         self._thread.join(timeout=5)
 
+    def _poll_once(self) -> bool:
+        raise NotImplementedError
+
     def _run(self) -> None:
         watch_boto3_writes()
-        backoff = Backoff(most=STREAM_IDLE_MAX_SECONDS)
+        backoff = Backoff(most=self._idle_max)
         while not self._stop.is_set():
             try:
                 worked = self._poll_once()
-            except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop event delivery
-                logger.exception("stream poller failed; retrying")
+            except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop delivery
+                logger.exception("poller for %s failed; retrying", self._function)
                 worked = False
             if worked:
                 self.idle.clear()
@@ -58,6 +57,18 @@ class StreamPoller:
             else:
                 self.idle.set()
                 backoff.idle(self._stop)
+
+
+class StreamPoller(_Poller):
+    """DynamoDB stream → function, like Lambda's DynamoDB event source mapping."""
+
+    def __init__(self, aws: LocalAws, stream_arn: str, function_name: str, batch_size: int = 100) -> None:
+        self._streams = aws.client("dynamodbstreams")
+        self._arn = stream_arn
+        self._batch = batch_size
+        self._next: dict[str, int] = {}
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        super().__init__(function_name, idle_max=STREAM_IDLE_MAX_SECONDS)
 
     def _poll_once(self) -> bool:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
@@ -101,7 +112,7 @@ class StreamPoller:
         return worked
 
 
-class QueuePoller:
+class QueuePoller(_Poller):
     """SQS queue → function, like Lambda's SQS event source mapping: batches of up to `batch_size`, the
     messages named in `batchItemFailures` (or the whole batch, if the function fails) stay on the queue
     and come back after their visibility timeout; the rest are deleted."""
@@ -112,33 +123,8 @@ class QueuePoller:
         self._arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        self._function = function_name
         self._batch = batch_size
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
-
-    def start(self) -> QueuePoller:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        ACTIVITY.bump()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        watch_boto3_writes()
-        backoff = Backoff()
-        while not self._stop.is_set():
-            try:
-                worked = self._poll_once()
-            except Exception:  # noqa: BLE001 - keep polling, as the stream poller does
-                logger.exception("queue poller failed; retrying")
-                worked = False
-            if worked:
-                backoff.worked()
-            else:
-                backoff.idle(self._stop)
+        super().__init__(function_name)
 
     def _poll_once(self) -> bool:
         out = self._sqs.receive_message(
