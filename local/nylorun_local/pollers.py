@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from typing import Any, Self
 
 from nylorun.observability import logger
@@ -20,7 +21,7 @@ from nylorun_local.aws import LocalAws, invoke_registered
 STREAM_IDLE_MAX_SECONDS = 5.0
 
 
-class _Poller:
+class _Poller(ABC):
     """A thread that calls `_poll_once` until stopped, sleeping (until a write wakes it) when it finds nothing."""
 
     def __init__(self, function_name: str, idle_max: float = IDLE_MAX_SECONDS) -> None:
@@ -39,8 +40,9 @@ class _Poller:
         ACTIVITY.bump()
         self._thread.join(timeout=5)
 
+    @abstractmethod
     def _poll_once(self) -> bool:
-        raise NotImplementedError
+        """One look for work: True when it found (and handed on) some."""
 
     def _run(self) -> None:
         watch_boto3_writes()
