@@ -463,3 +463,28 @@ def test_cfn_lint_fails_a_template_with_a_ref_to_a_missing_resource(
     # Then it fails and names the missing target
     assert result.returncode != 0
     assert "TasksTabel" in result.stdout
+
+
+def queue_limit_problems(tpl: dict[str, Any]) -> list[str]:
+    """SQS limits moto does not enforce: maxReceiveCount 1-1,000, MessageRetentionPeriod 60 s-14 days,
+    VisibilityTimeout 0-12 h (SQS API reference, SetQueueAttributes)."""
+    problems = []
+    for name, queue in resources_of(tpl, "AWS::SQS::Queue").items():
+        props = queue.get("Properties", {})
+        receives = props.get("RedrivePolicy", {}).get("maxReceiveCount", 1)
+        if not 1 <= int(receives) <= 1000:
+            problems.append(f"{name}: maxReceiveCount {receives}")
+        retention = props.get("MessageRetentionPeriod", 345_600)
+        if not 60 <= int(retention) <= 1_209_600:
+            problems.append(f"{name}: MessageRetentionPeriod {retention}")
+        if not 0 <= int(props.get("VisibilityTimeout", 30)) <= 43_200:
+            problems.append(f"{name}: VisibilityTimeout {props['VisibilityTimeout']}")
+    return problems
+
+
+def test_every_queue_setting_is_within_sqs_limits() -> None:
+    assert queue_limit_problems(real_template()) == []
+    # And the check sees a value SQS refuses (moto accepts it)
+    broken = real_template()
+    broken["Resources"]["ContextQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"] = 20000
+    assert queue_limit_problems(broken) == ["ContextQueue: maxReceiveCount 20000"]
