@@ -53,9 +53,11 @@ SCOPED_POLICY_TEMPLATES = {
     "StepFunctionsExecutionPolicy": "StateMachineName",
 }
 
-# AWS managed policies a template may name. None: each one's grants are outside this file and broader than the
-# stack (CloudWatchLogsFullAccess was one). SAM adds its own (AWSLambdaBasicExecutionRole, AWSXrayWriteOnlyAccess,
-# and the SQS / DynamoDB event source execution roles) to the roles it generates; `make validate` lists those.
+# AWS managed policies a SAM function's or state machine's Policies may name. None: each one's grants are outside
+# this file and broader than the stack (CloudWatchLogsFullAccess was one). SAM adds its own (AWSLambdaBasicExecutionRole,
+# AWSXrayWriteOnlyAccess, and the SQS / DynamoDB event source execution roles) to the roles it generates; `make
+# validate` lists those. A role the template writes out may name those same ones (SAM_MANAGED_POLICIES) and the
+# agent grant (AGENT_POLICY_PARAMETER), nothing else.
 ALLOWED_MANAGED_POLICIES: set[str] = set()
 
 # The managed policies SAM itself attaches to the roles it generates (checked on the transformed template).
@@ -65,6 +67,12 @@ SAM_MANAGED_POLICIES = {
     "service-role/AWSLambdaSQSQueueExecutionRole",  # SQS event sources (dispatch, push)
     "service-role/AWSLambdaDynamoDBExecutionRole",  # the table's stream (publish)
 }
+
+# The user's explicit grant to their own Agents' code (template.yaml, AgentPolicyArns): IAM managed policy ARNs
+# attached to the turn function's role. Not the stack's to scope, so the one exception to this file's rule, accepted
+# only as this parameter, only spliced after a role's own managed policies in exactly agent_grant_base's form.
+AGENT_POLICY_PARAMETER = "AgentPolicyArns"
+_AGENT_GRANT = {"Fn::Join": [",", {"Ref": AGENT_POLICY_PARAMETER}]}
 
 _SUB_VAR = re.compile(r"\$\{([^}!]+)\}")
 _POLICY_OWNERS = ("AWS::Serverless::Function", "AWS::Serverless::StateMachine")
@@ -116,6 +124,55 @@ def scope(resource: Any, resources: set[str]) -> str:
     return "foreign"
 
 
+def agent_grant_base(arns: Any) -> list[Any] | None:
+    """A role's ManagedPolicyArns in the form that adds AgentPolicyArns when it is set, else None:
+    !If [cond, !Split [",", !Join [",", [*base, !Join [",", !Ref AgentPolicyArns]]]], base]; returns base."""
+    if not (isinstance(arns, dict) and set(arns) == {"Fn::If"} and len(arns["Fn::If"]) == 3):
+        return None
+    _, with_grant, base = arns["Fn::If"]
+    if not isinstance(base, list) or not isinstance(with_grant, dict) or set(with_grant) != {"Fn::Split"}:
+        return None
+    separator, joined = with_grant["Fn::Split"]
+    if separator != "," or not isinstance(joined, dict) or set(joined) != {"Fn::Join"}:
+        return None
+    return base if joined["Fn::Join"] == [",", [*base, _AGENT_GRANT]] else None
+
+
+def managed_policy_name(arn: Any) -> str:
+    """The policy's name after ":policy/" in a literal ARN or a Sub one; "" for anything else."""
+    text = arn.get("Fn::Sub") if isinstance(arn, dict) and set(arn) == {"Fn::Sub"} else arn
+    return text.split(":policy/", 1)[-1] if isinstance(text, str) and ":iam::aws:policy/" in text else ""
+
+
+def role_managed_problems(logical_id: str, arns: Any) -> list[str]:
+    """A role may hold the managed policies SAM attaches itself (logs, tracing, event sources) and, through
+    agent_grant_base's form, AgentPolicyArns; nothing else."""
+    base = agent_grant_base(arns)
+    return [
+        f"{logical_id}: managed policy {arn!r} is not one SAM attaches itself"
+        for arn in (base if base is not None else _as_list(arns))
+        if managed_policy_name(arn) not in SAM_MANAGED_POLICIES
+    ]
+
+
+def agent_parameter_problems(tpl: dict[str, Any]) -> list[str]:
+    """AgentPolicyArns, where the template has it: a list whose every element must be an IAM policy ARN (CloudFormation
+    applies a CommaDelimitedList's AllowedPattern to each element), so the grant is a policy, never a role or "*"."""
+    parameter = tpl.get("Parameters", {}).get(AGENT_POLICY_PARAMETER)
+    if parameter is None:
+        return []
+    pattern = str(parameter.get("AllowedPattern", ".*"))
+    problems = [] if parameter.get("Type") == "CommaDelimitedList" else [f"{AGENT_POLICY_PARAMETER}: not a CommaDelimitedList"]
+    samples = {
+        "": True, "arn:aws:iam::123456789012:policy/team/refunds": True, "arn:aws:iam::aws:policy/ReadOnlyAccess": True,
+        "*": False, "arn:aws:iam::123456789012:role/admin": False, "arn:aws:s3:::bucket": False,
+    }  # fmt: skip
+    wrong = [value for value, allowed in samples.items() if bool(re.fullmatch(pattern, value)) != allowed]
+    if wrong:
+        problems.append(f"{AGENT_POLICY_PARAMETER}: AllowedPattern {pattern!r} is wrong about {wrong}")
+    return problems
+
+
 def statement_problems(statement: dict[str, Any], resources: set[str], where: str) -> list[str]:
     if statement.get("Effect") != "Allow":
         return []  # a Deny narrows; it never grants
@@ -147,7 +204,7 @@ def policies_problems(policies: Any, resources: set[str], where: str) -> list[st
     for index, policy in enumerate(_as_list(policies or [])):
         at = f"{where}.Policies[{index}]"
         if isinstance(policy, str) or (isinstance(policy, dict) and set(policy) <= {"Ref", "Fn::Sub", "Fn::If"}):
-            if policy not in ALLOWED_MANAGED_POLICIES:
+            if not (isinstance(policy, str) and policy in ALLOWED_MANAGED_POLICIES):  # a Ref or Sub is a dict
                 problems.append(f"{at}: managed policy {policy!r} (its grants are not this stack's to scope)")
         elif isinstance(policy, dict) and "Statement" in policy:
             for n, statement in enumerate(_statements(policy)):
@@ -169,7 +226,7 @@ def template_problems(tpl: dict[str, Any]) -> list[str]:
     """Every IAM grant the template writes: SAM functions' and state machines' Policies (and Globals'), and the
     policy documents of IAM resources and resource policies."""
     resources = set(tpl.get("Resources", {}))
-    problems = policies_problems(
+    problems = agent_parameter_problems(tpl) + policies_problems(
         tpl.get("Globals", {}).get("Function", {}).get("Policies"), resources, "Globals.Function"
     )
     for logical_id, res in tpl.get("Resources", {}).items():
@@ -178,9 +235,7 @@ def template_problems(tpl: dict[str, Any]) -> list[str]:
             problems += policies_problems(props.get("Policies"), resources, logical_id)
         elif kind in _POLICY_DOCUMENTS:
             if kind == "AWS::IAM::Role":
-                for managed in props.get("ManagedPolicyArns", []):
-                    if managed not in ALLOWED_MANAGED_POLICIES:
-                        problems.append(f"{logical_id}: managed policy {managed!r}")
+                problems += role_managed_problems(logical_id, props.get("ManagedPolicyArns", []))
                 documents = [p.get("PolicyDocument") for p in props.get("Policies", [])]
             else:
                 documents = [props.get("PolicyDocument")]
@@ -199,10 +254,7 @@ def transformed_problems(cfn: dict[str, Any]) -> list[str]:
         if res.get("Type") != "AWS::IAM::Role":
             continue
         props = res.get("Properties") or {}
-        for managed in props.get("ManagedPolicyArns", []):
-            name = str(managed).split(":policy/", 1)[-1]
-            if name not in SAM_MANAGED_POLICIES:
-                problems.append(f"{logical_id}: managed policy {managed!r} is not one SAM attaches itself")
+        problems += role_managed_problems(logical_id, props.get("ManagedPolicyArns", []))
         for policy in props.get("Policies", []):
             for n, statement in enumerate(_statements(policy.get("PolicyDocument"))):
                 problems += statement_problems(statement, resources, f"{logical_id}.{policy.get('PolicyName')}[{n}]")

@@ -21,8 +21,8 @@ def inline_statements(tpl: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     found = []
     for logical_id, res in tpl["Resources"].items():
         for policy in (res.get("Properties") or {}).get("Policies", []) or []:
-            if isinstance(policy, dict) and "Statement" in policy:
-                found += [(logical_id, s) for s in policy["Statement"]]
+            document = policy.get("PolicyDocument", policy) if isinstance(policy, dict) else {}  # IAM role or SAM
+            found += [(logical_id, s) for s in document.get("Statement", [])]
     return found
 
 
@@ -35,7 +35,7 @@ def test_every_grant_in_the_template_is_scoped_to_the_stack() -> None:
     assert problems == []
     # And the walk did see the statements it vouches for, including the star-only ones
     statements = inline_statements(tpl)
-    assert {logical_id for logical_id, _ in statements} >= {"ApiFunction", "TurnFunction", "TurnStateMachine"}
+    assert {logical_id for logical_id, _ in statements} >= {"ApiFunction", "TurnFunctionRole", "TurnStateMachine"}
     star = {a for _, s in statements if s.get("Resource") == "*" for a in s["Action"]}
     assert star and star <= STAR_ONLY_ACTIONS
 
@@ -53,8 +53,26 @@ def test_the_state_machine_has_no_managed_policy_and_a_narrow_logging_statement(
 
 
 def _statement(tpl: dict[str, Any], logical_id: str, statement: dict[str, Any]) -> dict[str, Any]:
-    tpl["Resources"][logical_id]["Properties"]["Policies"].append({"Statement": [statement]})
+    res = tpl["Resources"][logical_id]
+    document = {"Statement": [statement]}
+    policy = {"PolicyName": "extra", "PolicyDocument": document} if res["Type"] == "AWS::IAM::Role" else document
+    res["Properties"]["Policies"].append(policy)
     return tpl
+
+
+def _turn_role_arns(tpl: dict[str, Any], edit: Any) -> dict[str, Any]:
+    """The turn function's role with its ManagedPolicyArns (the !If that adds AgentPolicyArns) edited."""
+    props = tpl["Resources"]["TurnFunctionRole"]["Properties"]
+    props["ManagedPolicyArns"] = edit(props["ManagedPolicyArns"])
+    return tpl
+
+
+ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
+
+
+def _joined(arns: Any) -> list[Any]:
+    """The list that the !If's with-grant branch joins: the role's own managed policies, then the agent grant."""
+    return arns["Fn::If"][1]["Fn::Split"][1]["Fn::Join"][1]  # type: ignore[no-any-return]
 
 
 BROKEN: dict[str, tuple[Any, str]] = {
@@ -64,7 +82,7 @@ BROKEN: dict[str, tuple[Any, str]] = {
     ),
     "a wide action beside a star-only one": (
         lambda t: _statement(
-            t, "TurnFunction",
+            t, "TurnFunctionRole",
             {"Effect": "Allow", "Action": ["states:SendTaskSuccess", "states:StartExecution"], "Resource": "*"},
         ),
         "for ['states:StartExecution']",
@@ -129,6 +147,23 @@ BROKEN: dict[str, tuple[Any, str]] = {
         or t,
         "ExtraRole.Statement[0]: Resource \"*\" for ['s3:PutObject']",
     ),
+    # AgentPolicyArns is the one managed-policy grant the stack does not scope: only that parameter, only spliced in.
+    "a literal managed policy beside the agent grant": (
+        lambda t: _turn_role_arns(t, lambda a: [arns.insert(0, ADMIN) for arns in (_joined(a), a["Fn::If"][2])] and a),
+        "managed policy 'arn:aws:iam::aws:policy/AdministratorAccess'",
+    ),
+    "another parameter spliced in as the agent grant": (
+        lambda t: _turn_role_arns(t, lambda a: _joined(a).__setitem__(-1, {"Fn::Join": [",", {"Ref": "Agents"}]}) or a),
+        "managed policy {'Fn::If'",
+    ),
+    "the agent grant as a policy of a SAM-generated role": (
+        lambda t: t["Resources"]["ApiFunction"]["Properties"]["Policies"].append({"Ref": "AgentPolicyArns"}) or t,
+        "ApiFunction.Policies[4]: managed policy {'Ref': 'AgentPolicyArns'}",
+    ),
+    "AgentPolicyArns allowing any ARN": (
+        lambda t: t["Parameters"]["AgentPolicyArns"].update(AllowedPattern="^.*$") or t,
+        "AgentPolicyArns: AllowedPattern '^.*$' is wrong about ['*',",
+    ),
 }  # fmt: skip
 
 
@@ -146,7 +181,7 @@ def test_the_check_fails_on_a_broken_copy(case: str) -> None:
 
 def test_a_deny_with_star_and_a_star_only_action_are_not_findings() -> None:
     # Given a copy with a Deny on "*" (it narrows) and SendTaskHeartbeat on "*" (nothing narrower exists)
-    tpl = _statement(real_template(), "TurnFunction", {"Effect": "Deny", "Action": "dynamodb:*", "Resource": "*"})
-    tpl = _statement(tpl, "TurnFunction", {"Effect": "Allow", "Action": "states:SendTaskHeartbeat", "Resource": "*"})
+    tpl = _statement(real_template(), "TurnFunctionRole", {"Effect": "Deny", "Action": "dynamodb:*", "Resource": "*"})
+    tpl = _statement(tpl, "TurnFunctionRole", {"Effect": "Allow", "Action": "states:SendTaskHeartbeat", "Resource": "*"})
     # Then it is still clean
     assert template_problems(tpl) == []
