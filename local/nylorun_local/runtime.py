@@ -37,7 +37,8 @@ class LocalOptions:
     push_secret: str | None = None
     push: bool = True  # False: no push secret, so the card says pushNotifications false (Profile v2)
     a2a_wait_ms: int | None = None
-    examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside any named in $NYLORUN_AGENTS
+    examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside your own
+    agents: str | None = None  # your own Agents, "module:attribute,…"; None: those in $NYLORUN_AGENTS
     interaction_timeout_seconds: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -84,7 +85,7 @@ class LocalRuntime:
             "NYLORUN_FILES_BUCKET": self.stack.files_bucket,
             "NYLORUN_FETCH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
-            "NYLORUN_AGENTS": agent_refs(opts.examples),
+            "NYLORUN_AGENTS": agent_refs(opts.examples, opts.agents),
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
@@ -157,9 +158,11 @@ class LocalRuntime:
         self.aws.stop()
 
 
-def agent_refs(examples: bool) -> str:
-    """NYLORUN_AGENTS for a local Runtime: the examples (unless left out), then the caller's own."""
-    refs = ([EXAMPLE_AGENTS] if examples else []) + [r.strip() for r in _CALLER_AGENTS.split(",") if r.strip()]
+def agent_refs(examples: bool, own: str | None = None) -> str:
+    """NYLORUN_AGENTS for a local Runtime: the examples (unless left out), then the caller's own (`own`, else
+    $NYLORUN_AGENTS as the process got it)."""
+    own = _CALLER_AGENTS if own is None else own
+    refs = ([EXAMPLE_AGENTS] if examples else []) + [r.strip() for r in own.split(",") if r.strip()]
     return ",".join(dict.fromkeys(refs))
 
 

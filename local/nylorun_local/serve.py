@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -40,6 +41,9 @@ def _signals_stop() -> Iterator[None]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Deployed, AgentsLayer puts agents/ at /opt/python; locally the same folder goes first on the import path.
+    if Path(args.agents_dir).is_dir():
+        sys.path.insert(0, str(Path(args.agents_dir).resolve()))
     tokens = dict(pair.split("=", 1) for pair in args.token) if args.token else {}
     local = LocalRuntime(
         LocalOptions(
@@ -51,6 +55,7 @@ def _serve(args: argparse.Namespace) -> int:
             push=not args.no_push,
             a2a_wait_ms=args.wait_ms,
             examples=not args.no_examples,
+            agents=args.agents,
         )
     )
     stopped_by = ""
@@ -73,14 +78,15 @@ def _serve(args: argparse.Namespace) -> int:
 def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
     runtime = local.prepare()
     print("Nylorun Runtime (local: moto stands in for AWS, nothing leaves this machine)")
+    yours = f"--agents {args.agents}" if args.agents is not None else "any in $NYLORUN_AGENTS"
     if local.options.examples:
-        print(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and any in $NYLORUN_AGENTS")
+        print(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and {yours}")
     else:
-        print("  Agents: those in $NYLORUN_AGENTS (--no-examples)")
+        print(f"  Agents: {yours} (--no-examples)")
     for name in runtime.registry.names():
         print(f"  {name:<8} {local.agent_url(name)}/.well-known/agent-card.json")
     if not runtime.registry.names():
-        print("  (none: every Agent URL answers 404; name yours with NYLORUN_AGENTS=module:attribute)")
+        print("  (none: every Agent URL answers 404; name yours with --agents module:attribute)")
     if args.auth == "dev":
         for token, subject in local.options.dev_tokens.items():
             print(f"  bearer token for subject {subject!r}: {token}")
@@ -132,6 +138,18 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument(
         "--no-examples",
         action="store_true",
-        help=f"serve only the Agents named in $NYLORUN_AGENTS, not the examples ({EXAMPLE_AGENTS})",
+        help=f"serve only your own Agents (--agents or $NYLORUN_AGENTS), not the examples ({EXAMPLE_AGENTS})",
+    )
+    serve.add_argument(
+        "--agents",
+        default=None,
+        metavar="MODULE:ATTRIBUTE,…",
+        help="your Agents, as the stack's Agents parameter names them (default: $NYLORUN_AGENTS)",
+    )
+    serve.add_argument(
+        "--agents-dir",
+        default="agents",
+        metavar="DIR",
+        help="imported from first, as AgentsLayer's folder is when deployed (default: ./agents, when it exists)",
     )
     serve.set_defaults(run=_serve)
