@@ -6,14 +6,19 @@ app over the same stack (see `make_app`).
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from nylorun_local.aws import free_port
 from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 ALICE = "tok-alice"
@@ -108,3 +113,33 @@ def unit_tier_stays_off_aws(request: pytest.FixtureRequest) -> Iterator[None]:
     unit_only = all(UNIT in Path(item.path).parents for item in request.session.items)
     if unit_only and "moto" in sys.modules:
         pytest.fail("moto was imported by the unit tier: unit tests use the in-memory adapters only")
+
+
+@contextmanager
+def nylorun_serve(args: list[str], ready: str, **popen: Any) -> Iterator[str]:
+    """`nylorun serve ARGS` in a subprocess on a free port, as a user starts it: yields the Agents' base URL once
+    GET base/`ready` answers 200, and stops it with ^C (SIGINT) afterwards, failing if it does not stop."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nylorun_client.command", "serve", *args, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}/v1/a2a/agents"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/{ready}", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"nylorun serve did not start: {process.communicate()[0][-2000:]}")
+        time.sleep(0.2)
+    yield base
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("nylorun serve did not stop on SIGINT")

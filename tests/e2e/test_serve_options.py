@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,8 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import A2A, user_message
-from nylorun_local.aws import free_port
+from conftest import A2A, nylorun_serve, user_message
 
 pytestmark = pytest.mark.e2e
 
@@ -23,32 +19,10 @@ HERE = Path(__file__).parent
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
-    port = free_port()
     env = {**os.environ, "NYLORUN_AGENTS": "slow_agent:agent", "PYTHONPATH": str(HERE)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nylorun_client.command", "serve", "--auth", "none", "--port", str(port),
-         "--no-push", "--wait-ms", "1000"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}/v1/a2a/agents"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/slow/.well-known/agent-card.json", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"nylorun serve did not start: {process.communicate()[0][-2000:]}")
-        time.sleep(0.2)
-    yield base
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        pytest.fail("nylorun serve did not stop on SIGINT")
+    args = ["--auth", "none", "--no-push", "--wait-ms", "1000"]
+    with nylorun_serve(args, "slow/.well-known/agent-card.json", env=env) as base:
+        yield base
 
 
 def call(url: str, method: str, params: dict) -> dict:
