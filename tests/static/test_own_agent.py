@@ -46,14 +46,18 @@ for overrides in json.loads(sys.argv[2]):
 print(json.dumps(found))
 """
 
-# The Runtime's own loader (the api and turn functions both call it); prints each served Agent's module file and
-# where the named modules were imported from.
+# The Runtime's own loader (the api and turn functions both call it); prints each served Agent's module file, and
+# the top-level modules outside the standard library that loading the Agents imported, with their files.
 LOAD = """
-import json, sys
+import json, sys, sysconfig
 from nylorun.engine.agent import load_registry
+before = set(sys.modules)
 registry = load_registry()
 agents = {name: sys.modules[registry.get(name).run.__module__].__file__ for name in registry.names()}
-print(json.dumps({"agents": agents, "modules": {m: getattr(sys.modules.get(m), "__file__", None) for m in sys.argv[1:]}}))
+stdlib = sysconfig.get_paths()["stdlib"]
+new = {name.split(".")[0] for name in set(sys.modules) - before}
+files = {name: getattr(sys.modules.get(name), "__file__", None) for name in sorted(new)}
+print(json.dumps({"agents": agents, "imported": {n: f for n, f in files.items() if f and not f.startswith(stdlib)}}))
 """
 
 
@@ -110,25 +114,33 @@ def resolve(folder: Path, template: str, cases: list[dict[str, str]]) -> list[di
     return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def layer_tree(folder: Path, name: str, code_uri: str) -> Path:
-    """Where a layer's modules are: its built tree (what /opt/python gets), except RuntimeLayer's source, whose
-    built tree holds arm64 binaries (pydantic-core) that this machine cannot import; test_layer.py checks that tree."""
-    return folder / code_uri if name == "RuntimeLayer" else folder / ".aws-sam" / "build" / name / "python"
+def built(folder: Path, layer: str) -> Path:
+    """A layer's built tree: what Lambda extracts to /opt/python."""
+    return folder / ".aws-sam" / "build" / layer / "python"
 
 
-def load(folder: Path, layers: list[list[str]], nylorun_agents: str, modules: list[str]) -> dict[str, Any]:
-    """The Agents the functions would serve: a fresh process with the layers' trees first on its path, in their
-    order (this venv supplies the Runtime's third-party dependencies), and NYLORUN_AGENTS as deployed."""
-    return load_from([layer_tree(folder, name, uri) for name, uri in layers], folder, nylorun_agents, modules)
+def has_module(tree: Path, module: str) -> bool:
+    return (tree / module).is_dir() or (tree / f"{module}.py").is_file() or any(tree.glob(f"{module}.*.so"))
 
 
-def load_from(path: list[Path], folder: Path, nylorun_agents: str, modules: list[str]) -> dict[str, Any]:
+def import_tree(folder: Path, name: str, code_uri: str) -> Path:
+    """Where to import a layer from here: its built tree, except RuntimeLayer's source, as its built tree holds arm64
+    binaries (pydantic-core) this machine cannot import (this venv supplies the Runtime's dependencies instead)."""
+    return folder / code_uri if name == "RuntimeLayer" else built(folder, name)
+
+
+def load(folder: Path, layers: list[list[str]], nylorun_agents: str) -> dict[str, Any]:
+    """The Agents the functions would serve: a fresh process with the layers first on its path, in their order, and
+    NYLORUN_AGENTS as deployed."""
+    return load_from([import_tree(folder, name, uri) for name, uri in layers], folder, nylorun_agents)
+
+
+def load_from(path: list[Path], folder: Path, nylorun_agents: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NYLORUN_") and k != "PYTHONPATH"}
     env["PYTHONPATH"] = os.pathsep.join(map(str, path))
     env["NYLORUN_AGENTS"] = nylorun_agents
     result = subprocess.run(
-        [sys.executable, "-c", LOAD, *modules], cwd=folder, env=env, capture_output=True, text=True, timeout=60,
-        check=False,
+        [sys.executable, "-c", LOAD], cwd=folder, env=env, capture_output=True, text=True, timeout=60, check=False
     )
     if result.returncode != 0:
         return {"error": result.stderr.strip().splitlines()[-1]}
@@ -145,10 +157,9 @@ def deployment_problems(folder: Path, readme: str, template: str = "template.yam
     text = section(readme)
     parameters = deploy_parameters(text)
     yours = [ref.split(":")[0].strip() for ref in parameters.get("Agents", "").split(",") if ref.strip()]
-    agents_tree = folder / ".aws-sam" / "build" / "AgentsLayer" / "python"
-    problems = [f"AgentsLayer's built tree lacks {m}" for m in yours + requirement_modules(text) if not (
-        (agents_tree / m / "__init__.py").is_file() or (agents_tree / f"{m}.py").is_file()
-    )]  # fmt: skip
+    agents_tree = built(folder, "AgentsLayer")
+    problems = [f"AgentsLayer's built tree lacks {m}" for m in yours + requirement_modules(text)
+                if not has_module(agents_tree, m)]  # fmt: skip
     examples_on = {**parameters, "ExampleAgents": "true"}
     examples_only = {**parameters, "ExampleAgents": "true", "Agents": ""}
     as_deployed, with_examples, only_examples = resolve(folder, template, [parameters, examples_on, examples_only])
@@ -161,11 +172,11 @@ def deployment_problems(folder: Path, readme: str, template: str = "template.yam
     names = [name for name, _ in deployed["layers"]]
     if "AgentsLayer" not in names:
         problems.append(f"README: the functions' layers {names} lack AgentsLayer")
-    for name, uri in deployed["layers"]:
-        tree = layer_tree(folder, name, uri)
-        if any(p.name == EXAMPLES_PACKAGE for p in tree.rglob(EXAMPLES_PACKAGE)):
+    trees = [built(folder, name) for name in names]
+    for name, tree in zip(names, trees, strict=True):
+        if any(tree.rglob(EXAMPLES_PACKAGE)):
             problems.append(f"README: layer {name}, which the functions get, contains {EXAMPLES_PACKAGE}")
-    served = load(folder, deployed["layers"], deployed["agents"], yours + requirement_modules(text))
+    served = load(folder, deployed["layers"], deployed["agents"])
     if "error" in served:
         return [*problems, f"README: loading NYLORUN_AGENTS={deployed['agents']!r} failed: {served['error']}"]
     if not served["agents"]:
@@ -173,17 +184,21 @@ def deployment_problems(folder: Path, readme: str, template: str = "template.yam
     for name, module_file in served["agents"].items():
         if not within(module_file, agents_tree):
             problems.append(f"README: serves {name!r} from {module_file}, not from AgentsLayer (yours only)")
-    for module, module_file in served["modules"].items():
-        if not within(module_file, agents_tree):
+    # Every module your Agents import, beyond the standard library and what the Runtime imported already, is in a
+    # layer the functions get (else an ImportError on Lambda), and from AgentsLayer where that has it
+    for module, module_file in served["imported"].items():
+        if not any(has_module(tree, module) for tree in trees):
+            problems.append(f"README: your Agents import {module}, which no layer the functions get has")
+        elif has_module(agents_tree, module) and not within(module_file, agents_tree):
             problems.append(f"README: {module} is imported from {module_file}, not from AgentsLayer")
     # The switch on: the examples beside yours; on with no Agents of yours: the examples alone
-    examples_tree = folder / ".aws-sam" / "build" / EXAMPLES_LAYER / "python"
+    examples_tree = built(folder, EXAMPLES_LAYER)
     for case, functions, expect_yours in [("ExampleAgents=true", with_examples, True),
                                           ("examples only", only_examples, False)]:  # fmt: skip
         resolved = next(iter(functions.values()))
         if EXAMPLES_LAYER not in [name for name, _ in resolved["layers"]]:
             problems.append(f"{case}: {EXAMPLES_LAYER} is not attached")
-        loaded = load(folder, resolved["layers"], resolved["agents"], [])
+        loaded = load(folder, resolved["layers"], resolved["agents"])
         if "error" in loaded:
             problems.append(f"{case}: loading NYLORUN_AGENTS={resolved['agents']!r} failed: {loaded['error']}")
             continue
@@ -300,7 +315,7 @@ def served_locally(folder: Path) -> Iterator[str]:
 def test_nylorun_serve_serves_your_agent_from_the_agents_folder(folder: Path, served_locally: str) -> None:
     # Given the Agents that the README's --agents names, as agents/ declares them
     args = command(section((folder / "README.md").read_text()), ".venv/bin/nylorun serve")
-    yours = load_from([folder / "agents", folder / "layers" / "runtime"], folder, args[args.index("--agents") + 1], [])
+    yours = load_from([folder / "agents", folder / "layers" / "runtime"], folder, args[args.index("--agents") + 1])
     assert yours.get("agents"), yours
     # When the local Runtime's Agents and their cards are fetched
     listed = [agent["name"] for agent in httpx.get(served_locally, timeout=10).json()["agents"]]
