@@ -5,6 +5,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+# AWS SAM CLI in its own venv (it pins its own boto3/pydantic). Defined before the rules: `test` needs it too, and
+# make expands a rule's prerequisites where it reads the rule.
+SAM_VENV    := .venv-sam
+SAM         := $(SAM_VENV)/bin/sam
+SAM_VERSION := 1.170.0
+SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
+BUILD_DIR   := .aws-sam/build
+export SAM_CLI_TELEMETRY := 0
 
 .PHONY: run test unit reliability bench build validate lint typecheck clean
 
@@ -40,12 +48,6 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	touch $(BENCH_STAMP)
 
 # ---------------------------------------------------------------- AWS SAM (own venv: SAM CLI pins its own boto3/pydantic)
-SAM_VENV    := .venv-sam
-SAM         := $(SAM_VENV)/bin/sam
-SAM_VERSION := 1.170.0
-SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
-BUILD_DIR   := .aws-sam/build
-export SAM_CLI_TELEMETRY := 0
 
 $(SAM_STAMP):
 	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)

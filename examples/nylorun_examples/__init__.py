@@ -2,7 +2,8 @@
 profile feature).
 
 They are served only when named: `nylorun serve` names them by default (NYLORUN_AGENTS="nylorun_examples:AGENTS"),
-a deployment when its `Agents` parameter does (the ExamplesLayer ships this package to /opt/python).
+a deployment when its `ExampleAgents` parameter is "true" (which also attaches ExamplesLayer, this package in
+/opt/python).
 """
 
 from nylorun.engine.agent import Agent
