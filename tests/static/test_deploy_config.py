@@ -15,7 +15,7 @@ import pytest
 from nylorun_local import template
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ["Parameters", "Globals", "API", "Data", "Workflow", "Queues", "Events", "Push", "Files", "Alarms", "Outputs"]
+SECTIONS = ["Parameters", "Globals", "API", "Data", "Workflow", "Queues", "Events", "Push", "Files", "Logs", "Alarms", "Dashboard", "Outputs"]
 ALARM_ACTIONS = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
 
 
@@ -37,12 +37,15 @@ def _target(value: Any) -> str | None:
 
 
 def dead_letter_queues(tpl: dict[str, Any]) -> set[str]:
-    """Queues named as a redrive target or as an event source's on-failure destination."""
+    """Queues named as a redrive target, as an event source's on-failure destination or as an EventBridge
+    target's dead-letter queue."""
     found = set()
     for res in tpl["Resources"].values():
         props = res.get("Properties") or {}
         if "RedrivePolicy" in props:
             found.add(_target(props["RedrivePolicy"]["deadLetterTargetArn"]))
+        if res.get("Type") == "AWS::Events::Rule":
+            found |= {_target(t["DeadLetterConfig"]["Arn"]) for t in props.get("Targets", []) if "DeadLetterConfig" in t}
         for event in (props.get("Events") or {}).values():
             on_failure = (event.get("Properties") or {}).get("DestinationConfig", {}).get("OnFailure", {})
             if on_failure.get("Type") == "SQS":
@@ -170,8 +173,8 @@ def samconfig() -> dict[str, Any]:
 def test_every_dead_letter_queue_and_every_function_has_an_alarm() -> None:
     tpl = real_template()
     assert alarm_problems(tpl) == []
-    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ"}
-    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 3 + len(of_type(tpl, "AWS::Serverless::Function"))
+    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ", "PushRuleDLQ"}
+    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 4 + len(of_type(tpl, "AWS::Serverless::Function"))
 
 
 def test_functions_run_python_3_12_on_arm64_traced_with_powertools() -> None:
@@ -209,6 +212,7 @@ def _new_dlq(tpl: dict[str, Any]) -> dict[str, Any]:
     ("edit", "expected"),
     [
         pytest.param(lambda t: _drop(t, "PushDLQDepthAlarm"), "dead-letter queue PushDLQ has no depth alarm", id="no-dlq-alarm"),
+        pytest.param(lambda t: _drop(t, "PushRuleDLQDepthAlarm"), "dead-letter queue PushRuleDLQ has no depth alarm", id="no-rule-dlq-alarm"),
         pytest.param(lambda t: _drop(t, "TurnFunctionErrorsAlarm"), "function TurnFunction has no Errors alarm", id="no-errors-alarm"),
         pytest.param(_new_function, "function ExtraFunction has no Errors alarm", id="new-function"),
         pytest.param(_new_dlq, "dead-letter queue ExtraDLQ has no depth alarm", id="new-dlq"),
