@@ -38,6 +38,10 @@ class Settings(BaseModel):
     # Standard Webhooks secret(s), space-separated while rotating ("whsec_new whsec_old"): all of them sign.
     push_secret: str | None = Field(default=None, repr=False)
     push_secret_arn: str | None = None  # deployed: the secret lives in Secrets Manager
+    # How long the push function reuses the value it read from Secrets Manager (Powertools Parameters' max age): a
+    # rotated value signs every warm instance's deliveries at most this long after it became current. 0: read it
+    # for every delivery.
+    push_secret_max_age_seconds: int = Field(default=300, ge=0)
     push_queue_url: str = ""
     push_dlq_url: str = ""
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
@@ -127,6 +131,7 @@ class Settings(BaseModel):
             "dev_tokens": "NYLORUN_DEV_TOKENS",
             "push_secret": "NYLORUN_PUSH_SECRET",
             "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
+            "push_secret_max_age_seconds": "NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS",
             "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
