@@ -68,6 +68,12 @@ def values_of(
     return [] if isinstance(node, dict | list) else [node]
 
 
+def extreme(node: Any, default: float, tpl: dict[str, Any], pick: Callable[..., float] = max) -> float:
+    """The largest (or smallest) value a property can take, for limits between two properties (its own range is
+    checked, and its unbounded parameter reported, where the property is)."""
+    return float(pick([float(v) for v in values_of(node, tpl, "", [])] or [default]))
+
+
 def in_range(
     props: dict[str, Any], key: str, low: float, high: float, url: str, tpl: dict[str, Any], where: str
 ) -> Problems:
@@ -173,6 +179,7 @@ def name_problems(
 
 # ---------------------------------------------------------------- the limits, by resource type
 LAMBDA_QUOTAS = "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
+LAMBDA_CREATE = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html"
 ESM_API = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html"
 SQS_API = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html"
 SQS_QUOTAS = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html"
@@ -199,6 +206,7 @@ SECRET_CREATE = "https://docs.aws.amazon.com/secretsmanager/latest/apireference/
 ALARM_API = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html"
 DASHBOARD_API = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutDashboard.html"
 DYNAMODB_QUOTAS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"
+S3_LIFECYCLE = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_LifecycleRule.html"
 S3_NAMES = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
 SNS_TOPIC = "https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html"
 LAYER_API = "https://docs.aws.amazon.com/lambda/latest/api/API_PublishLayerVersion.html"
@@ -218,9 +226,13 @@ def function_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Pr
     problems = in_range(props, "Timeout", 1, 900, LAMBDA_QUOTAS, tpl, name)
     problems += in_range(props, "MemorySize", 128, 10240, LAMBDA_QUOTAS, tpl, name)
     problems += in_range(props.get("EphemeralStorage", {}), "Size", 512, 10240, LAMBDA_QUOTAS, tpl, name)
+    if len(props.get("Layers", [])) > 5:
+        problems.append(f"{name}: {len(props['Layers'])} layers, over 5 ({LAMBDA_QUOTAS})")
+    if len(str(props.get("Description", ""))) > 256:
+        problems.append(f"{name}: Description over 256 characters ({LAMBDA_CREATE})")
     if "FunctionName" in props:
         problems += name_problems(f"{name}.FunctionName", props["FunctionName"], 64, LAMBDA_QUOTAS, tpl)
-    timeout = max(values_of(props.get("Timeout", 3), tpl, f"{name}.Timeout", problems) or [3])
+    timeout = extreme(props.get("Timeout", 3), 3, tpl)
     for event_name, event in (props.get("Events") or {}).items():
         where, kind, ev = f"{name}.Events.{event_name}", event.get("Type"), event.get("Properties", {})
         if kind == "SQS":
@@ -231,18 +243,20 @@ def function_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Pr
             problems += in_range(
                 ev.get("ScalingConfig", {}), "MaximumConcurrency", 2, 1000, ESM_API, tpl, where
             )
-            if int(ev.get("BatchSize", 10)) > 10 and not ev.get("MaximumBatchingWindowInSeconds"):
+            if extreme(ev.get("BatchSize", 10), 10, tpl) > 10 and not ev.get(
+                "MaximumBatchingWindowInSeconds"
+            ):
                 problems.append(
                     f"{where}: BatchSize over 10 needs MaximumBatchingWindowInSeconds >= 1 ({ESM_API})"
                 )
             # Lambda: the queue's visibility timeout at least 6 x the function's timeout plus the batching window,
             # or a message still being processed becomes visible again and runs twice (the AWS recommendation).
             if queue:
-                visibility = int(queue[1].get("VisibilityTimeout", 30))
-                needed = 6 * int(timeout) + int(ev.get("MaximumBatchingWindowInSeconds", 0))
+                visibility = extreme(queue[1].get("VisibilityTimeout", 30), 30, tpl, min)
+                needed = 6 * timeout + extreme(ev.get("MaximumBatchingWindowInSeconds", 0), 0, tpl)
                 if visibility < needed:
                     problems.append(
-                        f"{where}: {queue[0]} VisibilityTimeout {visibility} < 6 x Timeout {timeout} (+ window) = {needed} ({LAMBDA_SQS})"
+                        f"{where}: {queue[0]} VisibilityTimeout {visibility:g} < 6 x Timeout {timeout:g} (+ window) = {needed:g} ({LAMBDA_SQS})"
                     )
         elif kind in ("DynamoDB", "Kinesis"):
             problems += in_range(ev, "BatchSize", 1, 10000, ESM_API, tpl, where)
@@ -294,9 +308,8 @@ def queue_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Probl
             problems.append(
                 f"{name}: its dead-letter queue {dlq[0]} is not the same kind (FIFO / standard) ({SQS_DLQ})"
             )
-        if int(dlq[1].get("MessageRetentionPeriod", 345600)) < int(
-            props.get("MessageRetentionPeriod", 345600)
-        ):
+        kept = extreme(dlq[1].get("MessageRetentionPeriod", 345600), 345600, tpl, min)
+        if kept < extreme(props.get("MessageRetentionPeriod", 345600), 345600, tpl):
             problems.append(
                 f"{name}: its dead-letter queue {dlq[0]} keeps messages for less time than it does ({SQS_DLQ})"
             )
@@ -394,15 +407,15 @@ def alarm_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Probl
             problems.append(f"{name}.Period {period} is not 10, 20, 30 or a multiple of 60 ({ALARM_API})")
     problems += in_range(props, "EvaluationPeriods", 1, float("inf"), ALARM_API, tpl, name)
     # Period x EvaluationPeriods: at most 7 days, and 1 day for periods under an hour.
-    span, period = (
-        int(props.get("Period", 60)) * int(props.get("EvaluationPeriods", 1)),
-        int(props.get("Period", 60)),
-    )
+    period = extreme(props.get("Period", 60), 60, tpl)
+    span = period * extreme(props.get("EvaluationPeriods", 1), 1, tpl)
     if span > (86400 if period < 3600 else 604800):
         problems.append(
-            f"{name}: Period x EvaluationPeriods {span} s is over the evaluation range ({ALARM_API})"
+            f"{name}: Period x EvaluationPeriods {span:g} s is over the evaluation range ({ALARM_API})"
         )
-    if int(props.get("DatapointsToAlarm", 1)) > int(props.get("EvaluationPeriods", 1)):
+    if extreme(props.get("DatapointsToAlarm", 1), 1, tpl) > extreme(
+        props.get("EvaluationPeriods", 1), 1, tpl, min
+    ):
         problems.append(f"{name}: DatapointsToAlarm exceeds EvaluationPeriods ({ALARM_API})")
     if len(props.get("Dimensions", [])) > 30:
         problems.append(f"{name}: more than 30 dimensions ({ALARM_API})")
@@ -436,7 +449,18 @@ def table_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Probl
 
 def bucket_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
     props = res.get("Properties", {})
-    problems: Problems = []
+    rules = props.get("LifecycleConfiguration", {}).get("Rules", [])
+    problems = (
+        [f"{name}: {len(rules)} lifecycle rules, over 1000 ({S3_LIFECYCLE})"] if len(rules) > 1000 else []
+    )
+    for rule in rules:
+        where = f"{name}.LifecycleConfiguration.{rule.get('Id')}"
+        for section, key in (
+            ("NoncurrentVersionExpiration", "NoncurrentDays"),
+            ("AbortIncompleteMultipartUpload", "DaysAfterInitiation"),
+        ):
+            problems += in_range(rule.get(section, {}), key, 1, float("inf"), S3_LIFECYCLE, tpl, where)
+        problems += in_range(rule, "ExpirationInDays", 1, float("inf"), S3_LIFECYCLE, tpl, where)
     if "BucketName" in props:
         problems += name_problems(
             f"{name}.BucketName", props["BucketName"], 63, S3_NAMES, tpl, r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
@@ -512,7 +536,7 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
             problems.append(
                 f"A2aWaitMs MaxValue {wait} does not end before {event_name}'s TimeoutInMillis {route_timeout} ({HTTP_API_QUOTAS})"
             )
-    if wait >= 1000 * int(api.get("Timeout", tpl["Globals"]["Function"].get("Timeout", 3))):
+    if wait >= 1000 * extreme(api.get("Timeout", tpl["Globals"]["Function"].get("Timeout", 3)), 3, tpl, min):
         problems.append(
             f"A2aWaitMs MaxValue {wait} does not end before ApiFunction's Timeout ({LAMBDA_QUOTAS})"
         )
@@ -526,12 +550,12 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
             "NYLORUN_DISPATCH_RETRY_SECONDS"
         ]
     )
-    receives = int(queue["RedrivePolicy"]["maxReceiveCount"])
+    receives = extreme(queue["RedrivePolicy"]["maxReceiveCount"], 1, tpl, min)
     if longest >= receives * interval:
         problems.append(
-            f"InteractionTimeoutSeconds MaxValue {longest} >= ContextQueue's {receives} receives x {interval} s ({SQS_API})"
+            f"InteractionTimeoutSeconds MaxValue {longest} >= ContextQueue's {receives:g} receives x {interval} s ({SQS_API})"
         )
-    if longest >= int(queue.get("MessageRetentionPeriod", 345600)):
+    if longest >= extreme(queue.get("MessageRetentionPeriod", 345600), 345600, tpl, min):
         problems.append(
             f"InteractionTimeoutSeconds MaxValue {longest} >= ContextQueue's MessageRetentionPeriod ({SQS_API})"
         )
@@ -577,6 +601,8 @@ BROKEN_VALUES = [
     # Lambda
     pytest.param(R + "TurnFunction.Properties.Timeout", 901, "TurnFunction.Timeout 901 is outside 1-900", id="timeout 901"),
     pytest.param("Globals.Function.MemorySize", 64, "ApiFunction.MemorySize 64 is outside 128-10240", id="memory 64"),
+    pytest.param("Globals.Function.Layers", [{"Ref": f"Layer{i}"} for i in range(6)], "ApiFunction: 6 layers, over 5", id="six layers"),
+    pytest.param(R + "FilesBucket.Properties.LifecycleConfiguration.Rules.0.NoncurrentVersionExpiration.NoncurrentDays", 0, "NoncurrentDays 0 is outside", id="noncurrent days 0"),
     pytest.param(R + "TurnFunction.Properties.MemorySize", 20480, "TurnFunction.MemorySize 20480 is outside", id="memory 20480"),
     pytest.param(R + "PushFunction.Properties.Timeout", 61, "PushQueue VisibilityTimeout 360 < 6 x Timeout 61", id="visibility under 6 x timeout"),
     pytest.param(R + "DispatchFunction.Properties.Events.Queued.Properties.BatchSize", 11, "Queued.BatchSize 11 is outside 1-10", id="FIFO batch 11"),
