@@ -26,10 +26,7 @@ run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands 
 
 # The awslabs serverless rules (cfn-lint-serverless) on top of cfn-lint's own. Findings kept on purpose are
 # suppressed per resource in template.yaml (Metadata cfn-lint ignore_checks, with the reason beside it).
-# Ignored here until the operations change lands (then removed): ES2000 HTTP API access logs, ES2003 stage
-# throttling, WS1004 function log retention, ES4000 the event rule target's dead-letter queue.
-SERVERLESS_RULES_PENDING := ES2000,ES2003,WS1004,ES4000
-CFN_LINT_SERVERLESS = $(VENV)/bin/cfn-lint -t template.yaml -a cfn_lint_serverless.rules --ignore-checks $(SERVERLESS_RULES_PENDING)
+CFN_LINT_SERVERLESS = $(VENV)/bin/cfn-lint -t template.yaml -a cfn_lint_serverless.rules
 
 test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + serverless rules, ruff, mypy, the import ladder), then every test
 	$(SAM) validate --lint --template template.yaml --region us-east-1
