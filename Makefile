@@ -5,8 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
-# AWS SAM CLI in its own venv (it pins its own boto3/pydantic). Defined before the rules: `test` needs it too, and
-# make expands a rule's prerequisites where it reads the rule.
+# AWS SAM CLI in its own venv (it pins its own boto3/pydantic): `make build`, `make validate` and `make test` use it.
 SAM_VENV    := .venv-sam
 SAM         := $(SAM_VENV)/bin/sam
 SAM_VERSION := 1.170.0
@@ -25,8 +24,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands in for AWS)
 	$(VENV)/bin/nylorun serve $(ARGS)
 
-test: $(STAMP) $(SAM_STAMP)  ## Static checks (template, ruff, mypy --strict, the import ladder), then every test
-	$(VENV)/bin/cfn-lint template.yaml
+# The awslabs serverless rules (cfn-lint-serverless) on top of cfn-lint's own. Findings kept on purpose are
+# suppressed per resource in template.yaml (Metadata cfn-lint ignore_checks, with the reason beside it).
+CFN_LINT_SERVERLESS = $(VENV)/bin/cfn-lint -t template.yaml -a cfn_lint_serverless.rules
+
+test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + serverless rules, ruff, mypy, the import ladder), then every test
+	$(SAM) validate --lint --template template.yaml --region us-east-1
+	$(CFN_LINT_SERVERLESS)
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -47,8 +51,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[local,dev,bench]'
 	touch $(BENCH_STAMP)
 
-# ---------------------------------------------------------------- AWS SAM (own venv: SAM CLI pins its own boto3/pydantic)
-
+# ---------------------------------------------------------------- AWS SAM: install, build, validate
 $(SAM_STAMP):
 	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
@@ -62,7 +65,7 @@ build: $(SAM_STAMP)  ## sam build (no containers), then precompiled bytecode in 
 	for dir in $(BUILD_DIR)/*/; do python3.12 -m compileall -q -f --invalidation-mode unchecked-hash "$$dir"; done; \
 	echo "make build: $$(find $(BUILD_DIR) -name \*.pyc | wc -l) .pyc files for $$(find $(BUILD_DIR) -name \*.py | wc -l) .py files in $(BUILD_DIR)"'
 
-validate: $(SAM_STAMP)  ## sam validate --lint, and least privilege on the template as SAM transforms it (not in `make test`)
+validate: $(SAM_STAMP)  ## sam validate --lint (also in `make test`), and least privilege on the template as SAM transforms it
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py template.yaml
 

@@ -86,7 +86,7 @@ def run(seconds: float = 3.0, warmup: float = 0.5) -> dict[str, Any]:
         store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp()))
         settings = Settings(push_secret=SECRET, push_allow_loopback=True)
         sender = WebhookSender(timeout_seconds=settings.push_timeout_seconds, allow_loopback=True)
-        push = PushService(store, sender, _NoQueue(), settings, [SECRET])
+        push = PushService(store, sender, _NoQueue(), settings, lambda: [SECRET])
         for phase in (warmup, seconds):
             delivered = 0
             started = time.perf_counter()

@@ -12,7 +12,9 @@ _asgi = Mangum(runtime.app(), lifespan="off")
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
+# The answer holds callers' messages, artifacts and presigned file URLs: never into X-Ray (Powertools' Tracer
+# records a handler's response as trace metadata by default).
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return _asgi(event, context)

@@ -221,7 +221,7 @@ def test_during_a_rotation_receivers_holding_either_secret_verify(local_runtime:
         for index, receiver in enumerate(holders):
             store.put_push_config(task_id, StoredPushConfig(config=TaskPushNotificationConfig(id=f"c{index}", task_id=task_id, url=receiver.url), created_at="2026-01-01T00:00:00.000Z"))
         # Given the Runtime signs with the new and the old secret
-        push = PushService(store, WebhookSender(timeout_seconds=2, allow_loopback=True), _Queue(), Settings(), [new, old])
+        push = PushService(store, WebhookSender(timeout_seconds=2, allow_loopback=True), _Queue(), Settings(), lambda: [new, old])
         for index in range(2):
             delivery = Delivery(event_id="e1", task_id=task_id, config_id=f"c{index}", kind="statusUpdate",
                                 payload={"taskId": task_id, "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}},

@@ -74,6 +74,8 @@ SAM_MANAGED_POLICIES = {
 AGENT_POLICY_PARAMETER = "AgentPolicyArns"
 _AGENT_GRANT = {"Fn::Join": [",", {"Ref": AGENT_POLICY_PARAMETER}]}
 
+# The UUID part of the stack's id: unique to this stack (arn:…:stack/<name>/<uuid>).
+STACK_UUID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
 _SUB_VAR = re.compile(r"\$\{([^}!]+)\}")
 _POLICY_OWNERS = ("AWS::Serverless::Function", "AWS::Serverless::StateMachine")
 _POLICY_DOCUMENTS = {
@@ -121,6 +123,8 @@ def scope(resource: Any, resources: set[str]) -> str:
             return "stack" if branches and all(b == "stack" for b in branches) else "foreign"
         if fn == "Fn::Join":
             return scope({"Fn::Sub": "".join(p if isinstance(p, str) else "${X}" for p in arg[1])}, resources)
+        if resource == STACK_UUID:
+            return "stack"  # names built from the stack id's UUID (TurnStateMachine's) belong to this stack alone
     return "foreign"
 
 

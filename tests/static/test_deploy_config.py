@@ -1,6 +1,7 @@
 """Deploy-readiness of template.yaml and samconfig.toml, offline: alarms on every dead-letter queue and every
 function, the runtime and tracing settings, the section layout, and samconfig's environments. Each check is a
-function returning problems, shown clean on the real files and dirty on a broken copy.
+function returning problems, shown clean on the real files and dirty on a broken copy. Parameter values are checked
+as CloudFormation checks them before it creates anything: AllowedPattern, MinLength, AllowedValues, ranges, Rules.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import pytest
 from nylorun_local import template
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ["Parameters", "Globals", "API", "Data", "Workflow", "Queues", "Events", "Push", "Files", "Alarms", "Outputs"]
+SECTIONS = ["Parameters", "Globals", "API", "Data", "Workflow", "Queues", "Events", "Push", "Files", "Logs", "Alarms", "Dashboard", "Outputs"]
+# Parameters whose values only the user has (an issuer, an app client, an SNS topic of their account).
+USER_PARAMETERS = {"JwtIssuer", "JwtAudience", "AlarmTopicArn"}
 ALARM_ACTIONS = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
 
 
@@ -37,12 +40,15 @@ def _target(value: Any) -> str | None:
 
 
 def dead_letter_queues(tpl: dict[str, Any]) -> set[str]:
-    """Queues named as a redrive target or as an event source's on-failure destination."""
+    """Queues named as a redrive target, as an event source's on-failure destination or as an EventBridge
+    target's dead-letter queue."""
     found = set()
     for res in tpl["Resources"].values():
         props = res.get("Properties") or {}
         if "RedrivePolicy" in props:
             found.add(_target(props["RedrivePolicy"]["deadLetterTargetArn"]))
+        if res.get("Type") == "AWS::Events::Rule":
+            found |= {_target(t["DeadLetterConfig"]["Arn"]) for t in props.get("Targets", []) if "DeadLetterConfig" in t}
         for event in (props.get("Events") or {}).values():
             on_failure = (event.get("Properties") or {}).get("DestinationConfig", {}).get("OnFailure", {})
             if on_failure.get("Type") == "SQS":
@@ -118,9 +124,55 @@ def section_problems(text: str) -> list[str]:
     return [] if found == SECTIONS else [f"section banners {found} are not {SECTIONS}"]
 
 
+def _rule_value(node: Any, values: dict[str, str]) -> Any:
+    """A Rules assertion's value (the functions this template's Rules use; Ref reads the parameter's value)."""
+    if isinstance(node, dict) and len(node) == 1:
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            return values.get(arg)
+        args = [_rule_value(a, values) for a in arg]
+        if fn == "Fn::Not":
+            return not args[0]
+        if fn == "Fn::Equals":
+            return args[0] == args[1]
+        if fn == "Fn::Contains":
+            return args[1] in args[0]
+        if fn in ("Fn::And", "Fn::Or"):
+            return (all if fn == "Fn::And" else any)(args)
+        raise ValueError(f"Rules function {fn} is not evaluated here")
+    return [_rule_value(a, values) for a in node] if isinstance(node, list) else node
+
+
+def parameter_problems(values: dict[str, str], tpl: dict[str, Any]) -> list[str]:
+    """What CloudFormation refuses in these parameter values: constraints, then the Rules whose parameters are given
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/rules-section-structure.html)."""
+    params, problems = tpl["Parameters"], []
+    for name, value in values.items():
+        p = params.get(name, {})
+        if "AllowedValues" in p and value not in p["AllowedValues"]:
+            problems.append(f"{name}={value} is not one of {p['AllowedValues']}")
+        if "AllowedPattern" in p and not re.fullmatch(p["AllowedPattern"], value):
+            problems.append(f"{name}={value} does not match {p['AllowedPattern']}")
+        if len(value) < p.get("MinLength", 0):
+            problems.append(f"{name}={value!r} is shorter than {p['MinLength']}")
+        if p.get("Type") == "Number" and not p.get("MinValue", 0) <= float(value) <= p.get("MaxValue", float("inf")):
+            problems.append(f"{name}={value} is out of range")
+    for rule, body in tpl.get("Rules", {}).items():
+        for assertion in body["Assertions"]:
+            if _refs(assertion["Assert"]) <= set(values) and not _rule_value(assertion["Assert"], values):
+                problems.append(f"rule {rule} refuses it: {assertion['AssertDescription']}")
+    return problems
+
+
+def _refs(node: Any) -> set[str]:
+    """The parameters a Rules assertion names."""
+    if isinstance(node, dict):
+        return ({node["Ref"]} if "Ref" in node else set()) | {r for v in node.values() for r in _refs(v)}
+    return {r for v in node for r in _refs(v)} if isinstance(node, list) else set()
+
+
 def samconfig_problems(config: dict[str, Any], tpl: dict[str, Any]) -> list[str]:
     params = tpl["Parameters"]
-    required = {name for name, p in params.items() if "Default" not in p}
     problems = []
     for env in ("default", "prod"):
         if env not in config:
@@ -141,24 +193,20 @@ def samconfig_problems(config: dict[str, Any], tpl: dict[str, Any]) -> list[str]
         pairs = dict(item.split("=", 1) for item in (raw if isinstance(raw, list) else str(raw).split()))
         if unknown := set(pairs) - set(params):
             problems.append(f"[{env}] overrides parameters the template lacks: {sorted(unknown)}")
-        if missing := required - set(pairs):
-            problems.append(f"[{env}] does not give the required parameters {sorted(missing)}")
-        for name, value in pairs.items():
-            p = params.get(name, {})
-            if "AllowedValues" in p and value not in p["AllowedValues"]:
-                problems.append(f"[{env}] {name}={value} is not one of {p['AllowedValues']}")
-            if "AllowedPattern" in p and not re.fullmatch(p["AllowedPattern"], value):
-                problems.append(f"[{env}] {name}={value} does not match {p['AllowedPattern']}")
-            if p.get("Type") == "Number" and not p.get("MinValue", 0) <= float(value) <= p.get("MaxValue", float("inf")):
-                problems.append(f"[{env}] {name}={value} is out of range")
+        # Only the user knows these: a value here is a placeholder that deploys a stack answering 401 to everyone.
+        if placeholders := set(pairs) & USER_PARAMETERS:
+            problems.append(f"[{env}] sets {sorted(placeholders)}, which only the user knows")
+        problems += [f"[{env}] {p}" for p in parameter_problems(pairs, tpl)]
     if "prod" in config:
         prod = config["prod"].get("deploy", {}).get("parameters", {}).get("parameter_overrides", [])
         if "LogLevel=WARNING" not in prod:
             problems.append("[prod] does not log at WARNING")
-        if config.get("default", {}).get("global", {}).get("parameters", {}).get("stack_name") == config["prod"].get(
-            "global", {}
-        ).get("parameters", {}).get("stack_name"):
+        dev, prod_env = ({**c.get("global", {}).get("parameters", {}), **c.get("deploy", {}).get("parameters", {})}
+                         for c in (config.get("default", {}), config["prod"]))
+        if (dev.get("stack_name"), dev.get("region")) == (prod_env.get("stack_name"), prod_env.get("region")):
             problems.append("[default] and [prod] deploy the same stack")
+        if dev.get("s3_prefix") == prod_env.get("s3_prefix"):
+            problems.append("[default] and [prod] share an s3_prefix")
     return problems
 
 
@@ -170,8 +218,8 @@ def samconfig() -> dict[str, Any]:
 def test_every_dead_letter_queue_and_every_function_has_an_alarm() -> None:
     tpl = real_template()
     assert alarm_problems(tpl) == []
-    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ"}
-    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 3 + len(of_type(tpl, "AWS::Serverless::Function"))
+    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ", "PushRuleDLQ"}
+    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 4 + len(of_type(tpl, "AWS::Serverless::Function"))
 
 
 def test_functions_run_python_3_12_on_arm64_traced_with_powertools() -> None:
@@ -209,6 +257,7 @@ def _new_dlq(tpl: dict[str, Any]) -> dict[str, Any]:
     ("edit", "expected"),
     [
         pytest.param(lambda t: _drop(t, "PushDLQDepthAlarm"), "dead-letter queue PushDLQ has no depth alarm", id="no-dlq-alarm"),
+        pytest.param(lambda t: _drop(t, "PushRuleDLQDepthAlarm"), "dead-letter queue PushRuleDLQ has no depth alarm", id="no-rule-dlq-alarm"),
         pytest.param(lambda t: _drop(t, "TurnFunctionErrorsAlarm"), "function TurnFunction has no Errors alarm", id="no-errors-alarm"),
         pytest.param(_new_function, "function ExtraFunction has no Errors alarm", id="new-function"),
         pytest.param(_new_dlq, "dead-letter queue ExtraDLQ has no depth alarm", id="new-dlq"),
@@ -256,8 +305,20 @@ def test_section_check_fails_when_a_banner_is_missing() -> None:
         pytest.param(lambda c: c["default"]["deploy"]["parameters"].update(capabilities="CAPABILITY_IAM"), "capabilities", id="caps"),
         pytest.param(lambda c: c["prod"]["deploy"]["parameters"].update(resolve_s3=False), "resolve_s3 is not true", id="no-resolve-s3"),
         pytest.param(
-            lambda c: c["default"]["deploy"]["parameters"].update(parameter_overrides=["JwtIssuer=https://x"]),
-            "required parameters ['JwtAudience']", id="missing-audience",
+            lambda c: c["default"]["deploy"]["parameters"]["parameter_overrides"].append("JwtAudience=example-app-client-id"),
+            "sets ['JwtAudience'], which only the user knows", id="placeholder-audience",
+        ),
+        pytest.param(
+            lambda c: c["prod"]["deploy"]["parameters"]["parameter_overrides"].append("JwtIssuer=" + OLD_ISSUER),
+            "rule NoPlaceholderIssuer refuses it", id="placeholder-issuer",
+        ),
+        pytest.param(
+            lambda c: c["prod"]["global"]["parameters"].update(stack_name="nylorun-runtime-dev"),
+            "[default] and [prod] deploy the same stack", id="same-stack",
+        ),
+        pytest.param(
+            lambda c: c["prod"]["deploy"]["parameters"].update(s3_prefix="nylorun-runtime-dev"),
+            "share an s3_prefix", id="same-prefix",
         ),
         pytest.param(
             lambda c: c["prod"]["deploy"]["parameters"]["parameter_overrides"].append("A2aWaitMs=300000"),
@@ -273,4 +334,39 @@ def test_samconfig_check_fails_on_a_broken_copy(edit: Any, expected: str) -> Non
     config = samconfig()
     edit(config)
     problems = samconfig_problems(config, real_template())
+    assert any(expected in p for p in problems), problems
+
+
+# ================================================================ placeholders cannot deploy
+OLD_ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE"  # the samconfig.toml placeholder until now
+GOOD = {"JwtIssuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbCdEf123", "JwtAudience": "3n4b5urk1ft4fl3mg5e62d9ado"}
+
+
+def test_real_looking_parameters_pass_what_cloudformation_checks() -> None:
+    # Given an issuer and audience of a real pool's shape, and a topic in a real-looking account
+    values = {**GOOD, "AlarmTopicArn": "arn:aws:sns:eu-west-1:210987654321:alarms"}
+    # When checked as CloudFormation checks parameters
+    # Then nothing is refused
+    assert parameter_problems(values, real_template()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        pytest.param("JwtIssuer", OLD_ISSUER, "rule NoPlaceholderIssuer refuses it", id="samconfig-issuer"),
+        pytest.param("JwtIssuer", "https://cognito-idp.<region>.amazonaws.com/<pool id>", "does not match", id="readme-issuer"),
+        pytest.param("JwtIssuer", "http://issuer.example.org", "does not match", id="http-issuer"),
+        pytest.param("JwtIssuer", "", "does not match", id="empty-issuer"),
+        pytest.param("JwtAudience", "example-app-client-id", "rule NoPlaceholderAudience refuses it", id="samconfig-audience"),
+        pytest.param("JwtAudience", "", "shorter than 1", id="empty-audience"),
+        pytest.param("AlarmTopicArn", "arn:aws:sns:us-east-1:123456789012:nylorun-alarms", "does not match", id="example-account"),
+        pytest.param("InteractionTimeoutSeconds", "1209600", "is out of range", id="wait-beyond-queue"),
+    ],
+)
+def test_placeholder_parameters_are_refused_before_anything_deploys(name: str, value: str, expected: str) -> None:
+    # Given otherwise good parameters with one placeholder (or empty) value
+    values = {**GOOD, name: value}
+    # When checked as CloudFormation checks parameters
+    problems = parameter_problems(values, real_template())
+    # Then that value is refused
     assert any(expected in p for p in problems), problems

@@ -74,7 +74,7 @@ def push_setup(
     store, receiver, queue = InMemoryTaskStore(), Receiver(*answers), Queue()
     config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook", token="tok-1")
     store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z"))
-    service = PushService(store, receiver, queue, Settings(push_secret=SECRET, **settings), [SECRET],
+    service = PushService(store, receiver, queue, Settings(push_secret=SECRET, **settings), lambda: [SECRET],
                           clock=clock or Clock())
     return service, store, receiver, queue
 

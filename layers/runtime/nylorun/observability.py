@@ -15,8 +15,11 @@ from collections.abc import Callable
 from types import ModuleType
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 SERVICE = "nylorun"
+NAMESPACE = "Nylorun"
 
 # X-Ray's patch name → the module whose import gets it patched (aws_xray_sdk.core.patcher.NO_DOUBLE_PATCH).
 _PATCH_ON_IMPORT = {
@@ -36,7 +39,7 @@ _PATCH_ON_IMPORT = {
 
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE, patch_modules=["botocore"])
-metrics = Metrics(namespace="Nylorun", service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 
 def _patch_on_import() -> None:
@@ -55,3 +58,24 @@ _patch_on_import()
 
 # A request that records no metric is normal (a GetTask, a card fetch): not worth a warning per call.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+def count_rpc(method: str, *, failed: bool) -> None:
+    """One JSON-RPC request answered (RpcRequests) and, when its answer is a JSON-RPC error, RpcErrors, both with
+    a Method dimension. `method` must come from a fixed set (each dimension value is a metric CloudWatch bills).
+
+    `single_metric`, not the shared `metrics`: a dimension added to that one would land on every other metric of
+    the invocation, and locally one app serves requests on many threads. Powertools prints a single metric even
+    when metrics are disabled, so the disabled check is made here (the local Runtime disables them)."""
+    if is_metrics_disabled():
+        return
+    dimensions = {"service": SERVICE, "Method": method}
+    with single_metric(
+        name="RpcRequests", unit=MetricUnit.Count, value=1, namespace=NAMESPACE, default_dimensions=dimensions
+    ):
+        pass
+    if failed:
+        with single_metric(
+            name="RpcErrors", unit=MetricUnit.Count, value=1, namespace=NAMESPACE, default_dimensions=dimensions
+        ):
+            pass

@@ -6,14 +6,18 @@ import os
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from nylorun.limits import CALLER_HEADROOM, DEFAULT_MAX_TASK_BYTES, MAX_STORED_JSON_BYTES
+from nylorun.observability import logger
 
 AuthMode = Literal["jwt", "dev", "none"]
 
 
 class Settings(BaseModel):
+    # A refused value is never echoed into the error (Lambda logs it): dev tokens and push secrets are secrets.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
     table_name: str = "nylorun-tasks"
     state_machine_arn: str = ""
     event_bus_name: str = "nylorun"
@@ -25,11 +29,19 @@ class Settings(BaseModel):
     a2a_wait_ms: int = Field(default=300_000, ge=0, le=900_000)
     public_base_url: str | None = None
     auth: AuthMode = "jwt"
+    # Set by Lambda (AWS_LAMBDA_FUNCTION_NAME) and by `sam local` (AWS_SAM_LOCAL=true, beside the former): together
+    # they tell a deployed function from sam local's container and from `nylorun serve` (neither).
+    lambda_function_name: str | None = None
+    sam_local: bool = False
     # `--auth dev`: "token=subject,token2=subject2". Tokens are secrets: never logged.
     dev_tokens: dict[str, str] = Field(default_factory=dict, repr=False)
     # Standard Webhooks secret(s), space-separated while rotating ("whsec_new whsec_old"): all of them sign.
     push_secret: str | None = Field(default=None, repr=False)
     push_secret_arn: str | None = None  # deployed: the secret lives in Secrets Manager
+    # How long the push function reuses the value it read from Secrets Manager (Powertools Parameters' max age): a
+    # rotated value signs every warm instance's deliveries at most this long after it became current. 0: read it
+    # for every delivery.
+    push_secret_max_age_seconds: int = Field(default=300, ge=0)
     push_queue_url: str = ""
     push_dlq_url: str = ""
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
@@ -86,6 +98,18 @@ class Settings(BaseModel):
             return {token.strip(): subject.strip() for token, subject in pairs}
         return value
 
+    @model_validator(mode="after")
+    def _fail_closed(self) -> Settings:
+        # Issue 14, fail closed: on Lambda only API Gateway's JWT authorizer says who calls. `dev` and `none` there
+        # would make every caller one subject (or any dev token's), so a deployed function refuses to start with
+        # them. `sam local` runs no JWT authorizer: there the local modes stay allowed (README "Test with sam local").
+        if self.lambda_function_name and not self.sam_local and self.auth != "jwt":
+            raise ValueError(
+                f"NYLORUN_AUTH={self.auth} is refused on AWS Lambda (function {self.lambda_function_name}): set "
+                "NYLORUN_AUTH=jwt, the template's value. The dev and none modes are for `nylorun serve` and `sam local`."
+            )
+        return self
+
     @property
     def push_enabled(self) -> bool:
         # Profile v2: push configs are served only when the Runtime has a push secret.
@@ -102,9 +126,12 @@ class Settings(BaseModel):
             "a2a_wait_ms": "NYLORUN_A2A_WAIT_MS",
             "public_base_url": "NYLORUN_PUBLIC_BASE_URL",
             "auth": "NYLORUN_AUTH",
+            "lambda_function_name": "AWS_LAMBDA_FUNCTION_NAME",
+            "sam_local": "AWS_SAM_LOCAL",
             "dev_tokens": "NYLORUN_DEV_TOKENS",
             "push_secret": "NYLORUN_PUSH_SECRET",
             "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
+            "push_secret_max_age_seconds": "NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS",
             "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
@@ -129,7 +156,13 @@ class Settings(BaseModel):
             "icon_url": "NYLORUN_ICON_URL",
         }
         values = {name: os.environ[var] for name, var in fields.items() if os.environ.get(var)}
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            # The cold start fails here, so no request is served: say why in one line (the errors hide inputs).
+            reasons = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()]
+            logger.critical("Nylorun refuses to start: " + "; ".join(reasons))
+            raise
 
 
 @lru_cache(maxsize=1)

@@ -20,6 +20,7 @@ from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
+from nylorun.ports import SigningSecrets
 from nylorun.service.a2a import A2AService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -126,17 +127,19 @@ class Runtime:
     def push_queue(self) -> SqsPushQueue:
         return SqsPushQueue(self.client("sqs"), self.settings.push_queue_url, self.settings.push_dlq_url)
 
-    def push_secrets(self) -> list[str]:
+    def push_secrets(self) -> SigningSecrets:
         """The signing secret(s): from Secrets Manager when deployed, else from settings. Space-separated
-        values all sign (put the new secret beside the old one while receivers move over). They are read
-        when the push service is made, once per cold start: a changed secret reaches a warm function only
-        when it starts again."""
-        value = self.settings.push_secret
+        values all sign (put the new secret beside the old one while receivers move over). Deployed, the value
+        is read through Powertools Parameters for a delivery and reused for `push_secret_max_age_seconds`
+        (5 minutes by default), so a rotation reaches every warm push function within that time."""
         if self.settings.push_secret_arn:
-            from aws_lambda_powertools.utilities import parameters
+            from nylorun.adapters.secrets import SecretsManagerSigningSecrets
 
-            value = str(parameters.get_secret(self.settings.push_secret_arn, max_age=300))
-        return (value or "").split()
+            return SecretsManagerSigningSecrets(
+                self.client("secretsmanager"), self.settings.push_secret_arn, self.settings.push_secret_max_age_seconds
+            )
+        secrets = (self.settings.push_secret or "").split()
+        return lambda: secrets
 
     @cached_property
     def push(self) -> PushService:

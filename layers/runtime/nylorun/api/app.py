@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
-from nylorun.observability import logger
+from nylorun.observability import count_rpc, logger
 from nylorun.profile.card import A2A_PATH, agent_url, build_card
 from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
 from nylorun.protocol import jsonrpc
@@ -182,16 +182,16 @@ def create_app(
             # docs/protocol.md §1.2: requests are application/json. Refusing other types also keeps a web page
             # from posting a "simple" (text/plain, no preflight) request to a Runtime on loopback.
             error = ContentTypeNotSupportedError("Content-Type must be application/json for JSON-RPC requests")
-            return _answer(jsonrpc.failure(None, error), headers)
+            return _refuse(error, headers)
 
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > settings.max_request_bytes:
-            return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
+            return _refuse(_too_large(settings), headers)
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > settings.max_request_bytes:
-                return _answer(jsonrpc.failure(None, _too_large(settings)), headers)
+                return _refuse(_too_large(settings), headers)
 
         caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
         header = request.headers.get(VERSION_HEADER)
@@ -246,14 +246,28 @@ class RuntimeApp(FastAPI):
         return ServerErrorMiddleware(serve, handler=handler, debug=self.debug)
 
 
+# The Method dimension of a request refused before its method was known (not JSON-RPC, too large, an unknown
+# method): a fixed word, so a caller's made-up method names never become metrics of their own.
+UNREAD_METHOD = "Invalid"
+
+
 def _dispatch(
     service: A2AService, caller: Caller, body: bytes, version: tuple[str | None, str | None]
 ) -> dict[str, Any]:
     try:
         request = jsonrpc.decode(body)
     except jsonrpc.RequestError as exc:
+        count_rpc(UNREAD_METHOD, failed=True)
         return jsonrpc.failure(exc.request_id, exc.error)
     logger.append_keys(rpc_method=request.method, agent=caller.agent)
+    answer = _call(service, caller, request, version)
+    count_rpc(request.method, failed="error" in answer)  # decode admits only jsonrpc.METHODS
+    return answer
+
+
+def _call(
+    service: A2AService, caller: Caller, request: jsonrpc.Request, version: tuple[str | None, str | None]
+) -> dict[str, Any]:
     try:
         check_version(*version)
         handler = ROUTES.get(request.method)
@@ -271,6 +285,12 @@ def _dispatch(
         return jsonrpc.failure(request.id, InternalError())
     finally:
         logger.remove_keys(["rpc_method", "task_id", "context_id"])
+
+
+def _refuse(error: A2AError, headers: dict[str, str]) -> Response:
+    """An error answered before the body was read (its id and method unknown)."""
+    count_rpc(UNREAD_METHOD, failed=True)
+    return _answer(jsonrpc.failure(None, error), headers)
 
 
 def _answer(payload: dict[str, Any], headers: dict[str, str]) -> Response:

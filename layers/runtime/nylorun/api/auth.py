@@ -2,8 +2,9 @@
 
 * jwt  (deployed): API Gateway's JWT authorizer has verified the token; the subject is its `sub` claim,
        read from the Lambda event Mangum hands the app.
-* dev  (local): `Authorization: Bearer <token>` where the token is one of the configured dev tokens.
+* dev  (local, sam local): `Authorization: Bearer <token>` where the token is one of the configured dev tokens.
 * none (local, conformance kits): every caller is the one subject `anonymous`.
+On Lambda outside sam local, only jwt starts (settings: fail closed).
 """
 
 from __future__ import annotations

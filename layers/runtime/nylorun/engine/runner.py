@@ -71,6 +71,7 @@ class TurnRunner:
         if action == "park":
             return self.park(task_id, str(event["interactionId"]), str(event["token"]))
         if action == "expire":
+            metrics.add_metric(name="InteractionExpired", unit=MetricUnit.Count, value=1)
             return self._end_failed(task_id, "No answer arrived in time; the task has ended.", NOT_TERMINAL)
         if action == "fail":
             return self._end_failed(task_id, "The agent could not complete this turn.", NOT_TERMINAL)

@@ -18,7 +18,7 @@ from nylorun.domain.errors import (
 )
 from nylorun.domain.ids import Owner
 from nylorun.ports.files import Fetcher, FileStore, FileTooLarge, StoredObject
-from nylorun.ports.push import AddressRefused, Delivery, DeliveryQueue, HttpResult, Sender
+from nylorun.ports.push import AddressRefused, Delivery, DeliveryQueue, HttpResult, Sender, SigningSecrets
 from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
 from nylorun.ports.tasks import (
     FileVersions,
@@ -60,6 +60,7 @@ __all__ = [
     "Owner",
     "PushConfigStore",
     "Sender",
+    "SigningSecrets",
     "StateConflict",
     "StoreError",
     "StoreUnavailable",

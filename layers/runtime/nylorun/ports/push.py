@@ -1,5 +1,5 @@
-"""The push ports: one delivery of one event to one push config, the queue that carries deliveries, and the
-HTTP sender that posts them."""
+"""The push ports: one delivery of one event to one push config, the queue that carries deliveries, the
+HTTP sender that posts them, and the secrets that sign them."""
 
 from __future__ import annotations
 
@@ -53,3 +53,10 @@ class DeliveryQueue(Protocol):
     def send_delivery(self, delivery: Delivery) -> None: ...
 
     def dead_letter(self, delivery: Delivery, reason: str) -> None: ...
+
+
+class SigningSecrets(Protocol):
+    """The Standard Webhooks secret(s) that sign a delivery now: one, or the new and the old while rotating (new
+    first). Asked for every delivery; an implementation that caches says how long a rotated value takes to be used."""
+
+    def __call__(self) -> list[str]: ...

@@ -21,7 +21,7 @@ from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
 from nylorun.engine.runner import NOT_TERMINAL
 from nylorun.limits import ANSWER_BUDGET, MAX_STORED_JSON_BYTES, answer_bytes, fit_task
-from nylorun.observability import logger
+from nylorun.observability import logger, metrics
 from nylorun.ports import (
     ContextBusy,
     DuplicateMessage,
@@ -286,6 +286,7 @@ class A2AService:
                 "Unknown or already answered interactionId",
                 field_violations=[("interactionId", "Not the task's open interaction.")],
             ) from None
+        metrics.add_metric(name="InteractionAnswered", unit="Count", value=1)
         token = self._store.get_wait_token(record.task_id, interaction.interaction_id)
         if token is not None:
             self._orchestrator.resume(token)

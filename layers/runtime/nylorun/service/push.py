@@ -26,7 +26,7 @@ from standardwebhooks.webhooks import Webhook
 from nylorun.engine.files import FileService
 from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
 from nylorun.observability import logger, metrics
-from nylorun.ports import AddressRefused, Delivery, DeliveryQueue, Sender, TaskStore
+from nylorun.ports import AddressRefused, Delivery, DeliveryQueue, Sender, SigningSecrets, TaskStore
 from nylorun.profile.extensions import visible
 from nylorun.protocol.models import StreamResponse, TaskState
 from nylorun.settings import Settings
@@ -71,7 +71,7 @@ class PushService:
         sender: Sender,
         queue: DeliveryQueue,
         settings: Settings,
-        secrets: list[str],
+        secrets: SigningSecrets,
         clock: Any = time.time,
         files: FileService | None = None,
     ) -> None:
@@ -129,8 +129,9 @@ class PushService:
             "Content-Type": "application/json",
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(int(now)),
+            # Asked for each delivery, so a rotated secret is used once the secrets' cache lets it through.
             "webhook-signature": sign(
-                self._secrets, delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body
+                self._secrets(), delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body
             ),
             "User-Agent": "nylorun-push/1",
         }

@@ -1,0 +1,25 @@
+"""The push signing secret(s) in AWS Secrets Manager, read through Powertools Parameters (SigningSecrets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+
+class SecretsManagerSigningSecrets:
+    """The current value of one secret: space-separated Standard Webhooks secrets, new first while rotating.
+
+    Powertools Parameters keeps the value for `max_age_seconds` in this instance, then reads it again on the next
+    delivery: a warm push function signs with a rotated value at most `max_age_seconds` after it became current
+    (a delivery already signed goes out as it is), at the cost of one GetSecretValue per instance per max age.
+    0 reads it for every delivery.
+    """
+
+    def __init__(self, client: Any, secret_id: str, max_age_seconds: int) -> None:
+        self._provider = SecretsProvider(boto3_client=client)
+        self._secret_id = secret_id
+        self._max_age = max_age_seconds
+
+    def __call__(self) -> list[str]:
+        return str(self._provider.get(self._secret_id, max_age=self._max_age)).split()
