@@ -12,6 +12,7 @@ not a long one fails here and not on the first deploy of a long-named stack.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -210,6 +211,7 @@ S3_LIFECYCLE = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_LifecycleRul
 S3_NAMES = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
 SNS_TOPIC = "https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html"
 LAYER_API = "https://docs.aws.amazon.com/lambda/latest/api/API_PublishLayerVersion.html"
+IAM_QUOTAS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
 RETENTION_DAYS = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}  # fmt: skip
 
 
@@ -226,8 +228,12 @@ def function_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Pr
     problems = in_range(props, "Timeout", 1, 900, LAMBDA_QUOTAS, tpl, name)
     problems += in_range(props, "MemorySize", 128, 10240, LAMBDA_QUOTAS, tpl, name)
     problems += in_range(props.get("EphemeralStorage", {}), "Size", 512, 10240, LAMBDA_QUOTAS, tpl, name)
-    if len(props.get("Layers", [])) > 5:
-        problems.append(f"{name}: {len(props['Layers'])} layers, over 5 ({LAMBDA_QUOTAS})")
+    # A conditional list (Globals: ExamplesLayer only when ExampleAgents is "true") counts by its longer branch.
+    layers = props.get("Layers", [])
+    branches = layers["Fn::If"][1:] if isinstance(layers, dict) and "Fn::If" in layers else [layers]
+    most = max((len(b) for b in branches if isinstance(b, list)), default=0)
+    if most > 5:
+        problems.append(f"{name}: {most} layers, over 5 ({LAMBDA_QUOTAS})")
     if len(str(props.get("Description", ""))) > 256:
         problems.append(f"{name}: Description over 256 characters ({LAMBDA_CREATE})")
     if "FunctionName" in props:
@@ -468,6 +474,23 @@ def bucket_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Prob
     return problems
 
 
+def role_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
+    """IAM: a role name up to 64 characters, at most 10 managed policies (the default quota; 20 on request), inline
+    policies up to 10,240 characters together. AgentPolicyArns adds the user's own ARNs to the managed ones: their
+    number is the user's to keep within the quota (README: at most 8)."""
+    props, problems = res.get("Properties", {}), []
+    if "RoleName" in props:
+        problems += name_problems(f"{name}.RoleName", props["RoleName"], 64, IAM_QUOTAS, tpl)
+    arns = props.get("ManagedPolicyArns", [])
+    fixed = arns["Fn::If"][2] if isinstance(arns, dict) and "Fn::If" in arns else arns
+    if isinstance(fixed, list) and len(fixed) > 10:
+        problems.append(f"{name}: {len(fixed)} managed policies, over 10 ({IAM_QUOTAS})")
+    inline = len(json.dumps([p.get("PolicyDocument") for p in props.get("Policies", [])], separators=(",", ":")))
+    if inline > 10240:
+        problems.append(f"{name}: inline policies of {inline} characters, over 10240 ({IAM_QUOTAS})")
+    return problems
+
+
 def _named(key: str, high: int, url: str) -> Callable[[str, dict[str, Any], dict[str, Any]], Problems]:
     def check(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
         props = res.get("Properties", {})
@@ -496,6 +519,7 @@ CHECKS: dict[str, Callable[[str, dict[str, Any], dict[str, Any]], Problems]] = {
     "AWS::S3::Bucket": bucket_problems,
     "AWS::SNS::Topic": _named("TopicName", 256, SNS_TOPIC),
     "AWS::Serverless::LayerVersion": _named("LayerName", 140, LAYER_API),
+    "AWS::IAM::Role": role_problems,
     # Policies set no value AWS bounds here (their statements are checked by test_least_privilege.py).
     "AWS::SQS::QueuePolicy": _nothing,
     "AWS::S3::BucketPolicy": _nothing,
@@ -602,6 +626,10 @@ BROKEN_VALUES = [
     pytest.param(R + "TurnFunction.Properties.Timeout", 901, "TurnFunction.Timeout 901 is outside 1-900", id="timeout 901"),
     pytest.param("Globals.Function.MemorySize", 64, "ApiFunction.MemorySize 64 is outside 128-10240", id="memory 64"),
     pytest.param("Globals.Function.Layers", [{"Ref": f"Layer{i}"} for i in range(6)], "ApiFunction: 6 layers, over 5", id="six layers"),
+    pytest.param("Globals.Function.Layers", {"Fn::If": ["ServeExamples", [{"Ref": f"Layer{i}"} for i in range(6)], []]}, "ApiFunction: 6 layers, over 5", id="six layers when examples are on"),
+    pytest.param(R + "TurnFunctionRole.Properties.ManagedPolicyArns", [f"arn:aws:iam::aws:policy/P{i}" for i in range(11)], "TurnFunctionRole: 11 managed policies, over 10", id="eleven managed policies"),
+    pytest.param(R + "TurnFunctionRole.Properties.Policies", [{"PolicyName": "big", "PolicyDocument": {"Statement": [{"Sid": "x" * 10240}]}}], "TurnFunctionRole: inline policies of", id="inline policies over 10240 characters"),
+    pytest.param(R + "TurnFunctionRole.Properties.RoleName", "turn-role", "is the same in every stack", id="fixed role name"),
     pytest.param(R + "FilesBucket.Properties.LifecycleConfiguration.Rules.0.NoncurrentVersionExpiration.NoncurrentDays", 0, "NoncurrentDays 0 is outside", id="noncurrent days 0"),
     pytest.param(R + "TurnFunction.Properties.MemorySize", 20480, "TurnFunction.MemorySize 20480 is outside", id="memory 20480"),
     pytest.param(R + "PushFunction.Properties.Timeout", 61, "PushQueue VisibilityTimeout 360 < 6 x Timeout 61", id="visibility under 6 x timeout"),

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,41 @@ def test_nylorun_serve_serves_your_agent_from_the_agents_folder(folder: Path, se
     # Then it serves exactly yours (imported from ./agents), not the examples (--no-examples), each with its card
     assert listed == sorted(yours["agents"])
     assert {name: card.status_code for name, card in cards.items()} == dict.fromkeys(listed, 200)
+
+
+def sam_local_problems(samconfig: dict[str, Any], env_json: dict[str, dict[str, str]]) -> list[str]:
+    """sam local (README "Test with sam local") takes its parameters from samconfig's local_invoke and
+    local_start_api sections: every function that events/env.json has serve the examples must get ExamplesLayer."""
+    problems = []
+    for command_name in ("local_invoke", "local_start_api"):
+        pairs = samconfig.get("default", {}).get(command_name, {}).get("parameters", {}).get("parameter_overrides", [])
+        overrides = dict(p.split("=", 1) for p in ([pairs] if isinstance(pairs, str) else pairs))
+        functions = resolve(ROOT, "template.yaml", [overrides])[0]
+        for name, values in env_json.items():
+            layers = [layer for layer, _ in functions[name]["layers"]]
+            if EXAMPLES_PACKAGE in values.get("NYLORUN_AGENTS", "") and EXAMPLES_LAYER not in layers:
+                problems.append(f"sam {command_name}: {name} serves the examples (env.json) but gets only {layers}")
+    return problems
+
+
+def _without_local_sections(samconfig: dict[str, Any]) -> dict[str, Any]:
+    return {**samconfig, "default": {k: v for k, v in samconfig["default"].items() if not k.startswith("local")}}
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    pytest.param(lambda c: c, None, id="samconfig.toml"),
+    pytest.param(
+        _without_local_sections, "sam local_invoke: ApiFunction serves the examples (env.json) but gets only",
+        id="without its sam local sections",
+    ),
+])  # fmt: skip
+def test_sam_local_attaches_the_examples_that_env_json_serves(
+    edit: Callable[[dict[str, Any]], dict[str, Any]], expected: str | None
+) -> None:
+    # Given samconfig.toml (or a copy without its sam local sections) and events/env.json
+    samconfig = edit(tomllib.loads((ROOT / "samconfig.toml").read_text()))
+    env_json = json.loads((ROOT / "events" / "env.json").read_text())
+    # When SAM CLI resolves each function's layers with the parameters sam local would use
+    problems = sam_local_problems(samconfig, env_json)
+    # Then the functions env.json points at the examples get their layer (and the broken copy is caught)
+    assert problems == [] if expected is None else any(p.startswith(expected) for p in problems), problems
