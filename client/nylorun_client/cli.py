@@ -110,12 +110,27 @@ def add_commands(commands: Any) -> None:
     hooks.add_argument("--port", type=int, default=8090, help="0 picks a free port (default 8090)")
     hooks.add_argument("--host", default="127.0.0.1")
     hooks.add_argument(
-        "--secret",
-        default=os.environ.get("NYLORUN_PUSH_SECRET"),
-        help="whsec_… (default: $NYLORUN_PUSH_SECRET)",
+        "--from",
+        dest="agent_url",
+        metavar="AGENT_URL",
+        help="fetch your own signing keys from this Agent's Runtime (with --token / $NYLORUN_TOKEN)",
     )
+    hooks.add_argument(
+        "--token", default=os.environ.get("NYLORUN_TOKEN"), help="bearer token for --from (default: $NYLORUN_TOKEN)"
+    )
+    hooks.add_argument("--secret-file", help="a file holding the whsec_… secret(s), whitespace-separated")
+    # Issue 15: a secret on the command line is readable by every process (ps, /proc) and kept in shell history.
+    hooks.add_argument("--secret", action=_RefuseSecretArgument, help=argparse.SUPPRESS)
     hooks.add_argument("--json", action="store_true", help="one JSON object per delivery on stdout")
     hooks.set_defaults(run=_webhooks)
+
+
+class _RefuseSecretArgument(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.error(
+            "--secret is refused: a secret on the command line is visible to other processes and kept in shell "
+            "history. Use --from AGENT_URL (your own keys), --secret-file PATH or $NYLORUN_PUSH_SECRET"
+        )
 
 
 def _state_name(value: str) -> str:
@@ -190,12 +205,26 @@ def _answer(args: argparse.Namespace) -> int:
 
 
 def _webhooks(args: argparse.Namespace) -> int:
-    from nylorun_client.webhooks import serve_webhooks
+    from nylorun_client import webhooks
 
-    if not args.secret:
-        print("error: give the push secret with --secret whsec_… or NYLORUN_PUSH_SECRET", file=sys.stderr)
+    try:
+        if args.agent_url:
+            url, token = args.agent_url, args.token
+            verifier = webhooks.Verifier(
+                webhooks.fetch_signing_secrets(url, token), lambda: webhooks.fetch_signing_secrets(url, token)
+            )
+        elif args.secret_file:
+            verifier = webhooks.Verifier(webhooks.read_secret_file(args.secret_file))
+        elif os.environ.get("NYLORUN_PUSH_SECRET", "").split():
+            verifier = webhooks.Verifier(os.environ["NYLORUN_PUSH_SECRET"].split())
+        else:
+            raise webhooks.SecretsUnavailable(
+                "give the secrets with --from AGENT_URL (your own keys), --secret-file PATH or $NYLORUN_PUSH_SECRET"
+            )
+    except webhooks.SecretsUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    return serve_webhooks(args.host, args.port, args.secret, json_lines=args.json)
+    return webhooks.serve_webhooks(args.host, args.port, verifier, json_lines=args.json)
 
 
 # ---------------------------------------------------------------------------------------------- the conversation

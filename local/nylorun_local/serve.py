@@ -92,8 +92,14 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
             print(f"  bearer token for subject {subject!r}: {token}")
     else:
         print("  auth: none (every caller is the subject 'anonymous')")
-    if local.options.push_secret:
-        print(f"  push secret (verify deliveries with it): {local.options.push_secret}")
+    if local.options.push_secret and runtime.settings.push_signing == "per-subject":
+        # Issue 15: each caller verifies with its own key, derived from this secret; no receiver needs the secret.
+        print(f"  push secret (the Runtime's; receivers use their own keys): {local.options.push_secret}")
+        names = runtime.registry.names()
+        agent = local.agent_url(names[0]) if names else f"{local.base_url}/v1/a2a/agents"
+        print(f"  receive your pushes: NYLORUN_TOKEN=<your token> nylorun webhooks --from {agent}")
+    elif local.options.push_secret:
+        print(f"  push secret (NYLORUN_PUSH_SIGNING=shared: every receiver verifies with it): {local.options.push_secret}")
     else:
         print("  push: off (the cards say pushNotifications: false; push methods answer -32003)")
     print(f"  blocking SendMessage waits up to {runtime.settings.a2a_wait_ms} ms")

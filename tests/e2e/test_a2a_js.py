@@ -28,7 +28,7 @@ import httpx
 import pytest
 from conftest import ALICE
 from nylorun_local.runtime import LocalRuntime
-from webhook_receiver import Receiver
+from webhook_receiver import Receiver, own_secrets
 
 # The timeout covers the fixture's setup too: apt-get and npm ci on a fresh machine take minutes.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -138,7 +138,7 @@ def peer() -> Peer:
 
 @pytest.fixture()
 def receiver(local_runtime: LocalRuntime) -> Iterator[Receiver]:
-    made = Receiver(str(local_runtime.options.push_secret))
+    made = Receiver(own_secrets(local_runtime.base_url, ALICE))
     yield made
     made.close()
 

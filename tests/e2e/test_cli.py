@@ -246,14 +246,14 @@ def test_webhook_receiver_verifies_signatures_and_rejects_a_tampered_body(
 ) -> None:
     secret = local_runtime.options.push_secret
     assert secret
-    # Given `nylorun webhooks` on a free port with the push secret
+    # Given `nylorun webhooks` on a free port with a secret in its environment (never on its command line)
     receiver = subprocess.Popen(
-        [sys.executable, "-m", "nylorun_client.command", "webhooks", "--port", "0", "--secret", secret],
+        [sys.executable, "-m", "nylorun_client.command", "webhooks", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", "NYLORUN_PUSH_SECRET": secret},
     )
     try:
         assert receiver.stdout is not None

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from a2a_caller import EFFECTS, FILES, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY
-from conftest import auth, rpc, user_message
+from conftest import ALICE, auth, rpc, user_message
 from nylorun.engine import Agent, Skill, Turn
 from nylorun_local.runtime import LocalRuntime
-from test_push import Receiver
+from webhook_receiver import Receiver, own_secrets
 
 MINE = {"mine": {"kept": True}}  # a caller's own metadata: it must round-trip in every tier
 BOX_FILE = b"order A-1001, photo of the box"
@@ -166,7 +166,7 @@ def pushes(receiver: Receiver, task_ids: list[str], timeout: float = 30) -> dict
 def test_only_activated_extension_data_reaches_a_caller(
     local_runtime: LocalRuntime, uncertain_url: str, activated: list[str]
 ) -> None:
-    receiver = Receiver(str(local_runtime.options.push_secret))
+    receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
     try:
         observer = Observer(local_runtime.agent_url("support"), activated, receiver.url)
         task_ids = [*drive_support(observer), drive_uncertain(observer, uncertain_url)]

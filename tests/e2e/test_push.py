@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import auth, rpc, user_message
+from conftest import ALICE, auth, rpc, user_message
 from nylorun.adapters.webhooks import AddressRefused, WebhookSender
+from nylorun.domain.signing import subject_secret
 from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.ports import StoredPushConfig
@@ -22,14 +23,14 @@ from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.settings import Settings
 from nylorun_local.runtime import LocalRuntime
-from webhook_receiver import Receiver
+from webhook_receiver import Receiver, own_secrets
 
 INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
 
 
 @pytest.fixture()
 def receiver(local_runtime: LocalRuntime) -> Iterator[Receiver]:
-    made = Receiver(str(local_runtime.options.push_secret))
+    made = Receiver(own_secrets(local_runtime.base_url, ALICE))
     yield made
     made.close()
 
@@ -86,7 +87,7 @@ def test_an_approval_turn_pushes_signed_updates_in_order(approver: str, receiver
 
 def test_a_receiver_that_recovers_gets_the_delivery_with_the_same_webhook_id(approver: str, local_runtime: LocalRuntime) -> None:
     # Given a receiver that fails twice (500, then 503 with Retry-After) and then recovers
-    flaky = Receiver(str(local_runtime.options.push_secret), lambda n: [(500, {}), (503, {"Retry-After": "1"})][n - 1] if n <= 2 else (200, {}))
+    flaky = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: [(500, {}), (503, {"Retry-After": "1"})][n - 1] if n <= 2 else (200, {}))
     try:
         send_with_push(approver, "quick", flaky.url)
         requests = flaky.wait(4, timeout=30)
@@ -101,7 +102,7 @@ def test_a_receiver_that_recovers_gets_the_delivery_with_the_same_webhook_id(app
 
 
 def test_a_receiver_that_keeps_failing_ends_in_the_dead_letter_queue(approver: str, local_runtime: LocalRuntime) -> None:
-    dead = Receiver(str(local_runtime.options.push_secret), lambda n: (500, {}))
+    dead = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (500, {}))
     sqs = local_runtime.aws.client("sqs")
     try:
         task = send_with_push(approver, "quick", dead.url)
@@ -124,7 +125,7 @@ def test_a_receiver_that_keeps_failing_ends_in_the_dead_letter_queue(approver: s
 
 
 def test_410_gone_disables_the_config(approver: str, local_runtime: LocalRuntime) -> None:
-    gone = Receiver(str(local_runtime.options.push_secret), lambda n: (410, {}))
+    gone = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (410, {}))
     try:
         task = send_with_push(approver, "quick", gone.url, id="cfg-gone")
         gone.wait(1)
@@ -185,7 +186,7 @@ def test_a_host_resolving_to_a_private_address_is_never_contacted() -> None:
 
 def test_a_redirect_is_not_followed(local_runtime: LocalRuntime) -> None:
     # Given a receiver that redirects to a private address
-    redirecting = Receiver(str(local_runtime.options.push_secret), lambda n: (302, {"Location": "http://10.0.0.1/steal"}))
+    redirecting = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (302, {"Location": "http://10.0.0.1/steal"}))
     sender = WebhookSender(timeout_seconds=2, allow_loopback=True)
     try:
         result = sender.post(redirecting.url, b"{}", {"Content-Type": "application/json"})
@@ -216,10 +217,11 @@ def test_during_a_rotation_receivers_holding_either_secret_verify(local_runtime:
     old, new = _secret(), _secret()
     store = local_runtime.runtime.store
     task_id = f"rot-{uuid.uuid4()}"
-    holders = [Receiver(old), Receiver(new)]
+    # Each receiver holds alice's key derived from one of the two Runtime secrets (what the endpoint hands out)
+    holders = [Receiver(subject_secret(old, "alice")), Receiver(subject_secret(new, "alice"))]
     try:
         for index, receiver in enumerate(holders):
-            store.put_push_config(task_id, StoredPushConfig(config=TaskPushNotificationConfig(id=f"c{index}", task_id=task_id, url=receiver.url), created_at="2026-01-01T00:00:00.000Z"))
+            store.put_push_config(task_id, StoredPushConfig(config=TaskPushNotificationConfig(id=f"c{index}", task_id=task_id, url=receiver.url), created_at="2026-01-01T00:00:00.000Z", subject="alice"))
         # Given the Runtime signs with the new and the old secret
         push = PushService(store, WebhookSender(timeout_seconds=2, allow_loopback=True), _Queue(), Settings(), lambda: [new, old])
         for index in range(2):
@@ -262,7 +264,7 @@ def test_a_config_on_an_ended_task_is_accepted_sends_nothing_and_expires(
 ) -> None:
     # Given a task that has ended, and whose last event has been delivered (to a first config): nothing of
     # it is still on its way through the stream, the bus and the push queue
-    first = Receiver(str(local_runtime.options.push_secret))
+    first = Receiver(own_secrets(local_runtime.base_url, ALICE))
     try:
         task = send_with_push(approver, "quick", first.url)
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -138,3 +138,13 @@ def test_other_methods_still_work_without_push(push_off: TestClient, alice_task:
     answer = call(push_off, "GetTask", {"id": alice_task["id"]})
     # Then
     assert answer["result"]["id"] == alice_task["id"]
+
+
+def test_with_push_off_a_caller_gets_no_signing_secrets_but_a_404_saying_why(push_off: TestClient) -> None:
+    # When an authenticated caller asks for its push signing keys on a Runtime without a push secret
+    answer = push_off.get("/v1/a2a/push-signing-secrets", headers=auth())
+    # Then it is told push is off (404: no delivery will ever be signed), not handed an empty list to wait with
+    assert answer.status_code == 404, answer.text
+    assert answer.json() == {"error": "Push notifications are off on this Runtime (it has no push secret)"}
+    # And an unauthenticated caller learns nothing more than that it must authenticate
+    assert push_off.get("/v1/a2a/push-signing-secrets").status_code == 401

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from nylorun.domain.signing import subject_secret
 from nylorun.ports import HttpResult, SigningSecrets, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.push import Delivery, Outcome, PushService
@@ -43,9 +44,10 @@ def whsec() -> str:
 
 
 def verifies(post: tuple[bytes, dict[str, str]], secret: str) -> bool:
-    """What a receiver holding `whsec_<secret>` concludes about one delivery."""
+    """What alice's receiver, holding her key derived from this Runtime secret (issue 15), concludes about one
+    of her deliveries."""
     try:
-        Webhook("whsec_" + secret).verify(post[0], post[1])
+        Webhook(subject_secret(secret, "alice")).verify(post[0], post[1])
     except WebhookVerificationError:
         return False
     return True
@@ -84,7 +86,7 @@ def rotation(local_runtime: LocalRuntime) -> Callable[[int, Wire], Rotation]:
     client = local_runtime.aws.client("secretsmanager")
     task_id = f"rotation-{uuid.uuid4()}"
     config = TaskPushNotificationConfig(id="c1", task_id=task_id, url="https://hooks.example.com/rotation")
-    base.store.put_push_config(task_id, StoredPushConfig(config=config, created_at="2026-01-01T00:00:00.000Z"))
+    base.store.put_push_config(task_id, StoredPushConfig(config=config, created_at="2026-01-01T00:00:00.000Z", subject="alice"))
 
     def make(max_age: int, wire: Wire) -> Rotation:
         arn = client.create_secret(Name=f"push-{uuid.uuid4().hex}", SecretString=OLD)["ARN"]
@@ -139,3 +141,25 @@ def test_after_the_max_age_the_next_delivery_is_signed_with_the_rotated_secret(
     # Then the next delivery is signed with the new secret only (the broken copy still signs with the old one)
     assert verifies(r.sender.posts[1], NEW) is signs_with_new
     assert verifies(r.sender.posts[1], OLD) is not signs_with_new
+
+
+def test_the_keys_a_caller_is_handed_follow_the_rotation(local_runtime: LocalRuntime) -> None:
+    # Given the api's wiring (what GET /v1/a2a/push-signing-secrets answers) reading Secrets Manager, max age 1 s
+    assert local_runtime.runtime is not None
+    base = local_runtime.runtime
+    client = local_runtime.aws.client("secretsmanager")
+    arn = client.create_secret(Name=f"push-{uuid.uuid4().hex}", SecretString=OLD)["ARN"]
+    settings = base.settings.model_copy(
+        update={"push_secret": None, "push_secret_arn": arn, "push_secret_max_age_seconds": 1}
+    )
+    keys = Runtime(settings=settings, registry=base.registry).signing_keys
+    assert keys is not None
+    assert keys.for_subject("alice") == [subject_secret(OLD, "alice")]
+    # When the secret holds the new and the old value (README "The push secret", step 1)
+    client.put_secret_value(SecretId=arn, SecretString=f"{NEW} {OLD}")
+    time.sleep(1.2)
+    # Then alice is handed both of her keys, the new one first; then, with the new value alone, only the new key
+    assert keys.for_subject("alice") == [subject_secret(NEW, "alice"), subject_secret(OLD, "alice")]
+    client.put_secret_value(SecretId=arn, SecretString=NEW)
+    time.sleep(1.2)
+    assert keys.for_subject("alice") == [subject_secret(NEW, "alice")]

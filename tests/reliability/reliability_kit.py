@@ -26,7 +26,7 @@ from conftest import ALICE, BOB, auth, user_message
 from table_scope import TableScan, settled, snapshot
 from test_isolation import all_tasks, error_code
 from test_turns import Probe, SimulatedCrash, _agent
-from webhook_receiver import Receiver
+from webhook_receiver import Receiver, own_secrets
 
 T = TypeVar("T")
 
@@ -48,6 +48,7 @@ __all__ = [
     "error_code",
     "get_task",
     "make_agent",
+    "own_secrets",
     "poll",
     "profile_headers",
     "rpc",

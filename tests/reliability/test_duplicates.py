@@ -24,11 +24,13 @@ from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
 from nylorun_local import aws as local_aws
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import (
+    ALICE,
     INTERACTIONS,
     Probe,
     Receiver,
     get_task,
     make_agent,
+    own_secrets,
     poll,
     profile_headers,
     rpc,
@@ -246,7 +248,7 @@ def test_a_queued_turn_dispatched_twice_runs_once(
 def test_a_push_delivery_delivered_twice_reaches_the_receiver_with_the_same_webhook_id(
     local_runtime: LocalRuntime, invoke: Invoke, delivered: Callable[[str], list[dict[str, Any]]]
 ) -> None:
-    receiver = Receiver(str(local_runtime.options.push_secret))
+    receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
     try:
         # Given a finished task whose two updates reached its receiver
         echo = local_runtime.agent_url("echo")

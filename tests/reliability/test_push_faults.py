@@ -19,12 +19,12 @@ from nylorun.service.push import Delivery, Outcome
 from nylorun.wiring import Runtime
 from nylorun_local.aws import free_port
 from nylorun_local.runtime import LocalRuntime
-from reliability_kit import Receiver, poll, rpc, user_message
+from reliability_kit import ALICE, Receiver, own_secrets, poll, rpc, user_message
 
 pytestmark = pytest.mark.e2e
 
 
-def receiver_on(port: int, secret: str, answers: Any = None) -> Receiver:
+def receiver_on(port: int, secret: list[str], answers: Any = None) -> Receiver:
     """The e2e Receiver, listening on a port chosen in advance (it normally takes any free port)."""
     return Receiver(secret, answers, port=port)
 
@@ -77,7 +77,7 @@ def test_a_receiver_that_is_down_then_comes_up_gets_every_update_in_order(
     failed = poll(lambda: attempts.failed(hook), bool, timeout=20)
     assert failed, "the first delivery attempt could not connect"
     # When the receiver comes up on that port
-    receiver = receiver_on(port, str(local_runtime.options.push_secret))
+    receiver = receiver_on(port, own_secrets(local_runtime.base_url, ALICE))
     try:
         requests = receiver.wait(2, timeout=30)
         # Then it gets WORKING then COMPLETED, signed, the first with the webhook-id of the failed attempt
@@ -102,7 +102,7 @@ def push_config(local_runtime: LocalRuntime) -> Iterator[Any]:
 
     def put(url: str) -> Delivery:
         config = TaskPushNotificationConfig(id="c1", task_id=task_id, url=url)
-        store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp()))
+        store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp(), subject="alice"))
         return Delivery(
             event_id=f"evt-{uuid.uuid4()}",
             task_id=task_id,
@@ -121,7 +121,7 @@ def test_a_receiver_slower_than_the_push_timeout_is_retried(local_runtime: Local
     assert local_runtime.runtime is not None
     settings = local_runtime.runtime.settings.model_copy(update={"push_timeout_seconds": 1})
     push = Runtime(settings=settings, registry=local_runtime.runtime.registry).push
-    slow = Receiver(str(local_runtime.options.push_secret), lambda n: (time.sleep(2), (200, {}))[1] if n == 1 else (200, {}))
+    slow = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (time.sleep(2), (200, {}))[1] if n == 1 else (200, {}))
     try:
         delivery = push_config(slow.url)
         # When the delivery is attempted
@@ -141,7 +141,7 @@ def test_a_receiver_slower_than_the_push_timeout_is_retried(local_runtime: Local
 def test_a_gone_receiver_disables_its_config_and_gets_nothing_more(local_runtime: LocalRuntime, push_config: Any) -> None:
     # Given a receiver that answers 410 Gone
     assert local_runtime.runtime is not None
-    gone = Receiver(str(local_runtime.options.push_secret), lambda n: (410, {}))
+    gone = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (410, {}))
     try:
         delivery = push_config(gone.url)
         # When one delivery meets the 410, and a later one for the same config follows

@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.adapters.webhooks import AddressRefused, HttpResult
+from nylorun.domain.ids import Owner, derive_task_id
+from nylorun.domain.signing import subject_secret
 from nylorun.events import STATUS_CHANGED
-from nylorun.ports import StoredPushConfig
+from nylorun.ports import NewTurn, StoredPushConfig
 from nylorun.profile.extensions import INTERACTIONS
-from nylorun.protocol.models import TaskPushNotificationConfig
+from nylorun.protocol.models import Message, TaskPushNotificationConfig
 from nylorun.service import push as push_module
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.settings import Settings
-from standardwebhooks.webhooks import Webhook
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 SECRET = "whsec_" + "dW5pdC10ZXN0LXNlY3JldC1mb3Itbnlsb3J1bi0zMg=="
 DAY = 24 * 3600
@@ -73,10 +75,14 @@ def push_setup(
     """A task t1 with one push config `cfg` (core tier), and the service that delivers to it."""
     store, receiver, queue = InMemoryTaskStore(), Receiver(*answers), Queue()
     config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook", token="tok-1")
-    store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z"))
+    store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z", subject="alice"))
     service = PushService(store, receiver, queue, Settings(push_secret=SECRET, **settings), lambda: [SECRET],
                           clock=clock or Clock())
     return service, store, receiver, queue
+
+
+def _message() -> Message:
+    return Message.model_validate({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]})
 
 
 def delivery(payload: dict[str, Any] = STATUS, event_id: str = "ev-1") -> Delivery:
@@ -89,11 +95,34 @@ def test_a_2xx_delivers_a_signed_status_update_the_receiver_can_verify() -> None
     service, _, receiver, queue = push_setup(http(204), clock=Clock(time.time()))
     # When one status change is delivered
     result = service.deliver(delivery(), attempt=1)
-    # Then it is delivered once, signed with the Runtime's secret, with the config's token
+    # Then it is delivered once, signed with the config's subject's key (issue 15), with the config's token
     assert result.outcome == Outcome.DELIVERED and queue.dead == []
     url, body, headers = receiver.posts[0]
     assert url == "https://receiver.example/hook" and headers["X-A2A-Notification-Token"] == "tok-1"
-    assert Webhook(SECRET).verify(body, headers) == {"statusUpdate": STATUS}
+    assert Webhook(subject_secret(SECRET, "alice")).verify(body, headers) == {"statusUpdate": STATUS}
+    # And not with the Runtime secret itself, which no receiver holds
+    with pytest.raises(WebhookVerificationError):
+        Webhook(SECRET).verify(body, headers)
+
+
+def test_a_config_stored_without_its_subject_is_signed_with_its_tasks_owner_key() -> None:
+    # Given a config stored before subjects were kept with configs, on bob's task
+    service, store, receiver, _ = push_setup(http(204), clock=Clock(time.time()))
+    config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook")
+    store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z"))
+    store.create_turn(NewTurn(owner=Owner(subject="bob", agent="echo"), context_id="c1", message=_message()))
+    task_id = derive_task_id(Owner(subject="bob", agent="echo"), "c1", 1)
+    store.put_push_config(task_id, StoredPushConfig(config=config.model_copy(update={"task_id": task_id}),
+                                                    created_at="2026-01-01T00:00:00Z"))
+    # When a delivery for it goes out
+    old = Delivery(event_id="ev-1", task_id=task_id, config_id="cfg", kind="statusUpdate", payload=STATUS,
+                   first_attempt_at=T0)
+    assert service.deliver(old, attempt=1).outcome == Outcome.DELIVERED
+    # Then bob's key (the task's owner, read from the table) verifies it
+    _, body, headers = receiver.posts[0]
+    assert Webhook(subject_secret(SECRET, "bob")).verify(body, headers) == {"statusUpdate": STATUS}
+    # And a config whose task and subject are both unknown is dropped, never signed with a guessed key
+    assert service.deliver(delivery(), attempt=1).outcome == Outcome.DROPPED
 
 
 def test_a_delivery_keeps_its_webhook_id_across_retries_so_receivers_can_drop_duplicates() -> None:
@@ -220,7 +249,7 @@ def test_fan_out_makes_one_delivery_per_config_and_none_for_the_submitted_status
     # Given a task with two push configs
     service, store, _, queue = push_setup(http(200))
     other = TaskPushNotificationConfig(id="cfg-2", task_id="t1", url="https://other.example/hook")
-    store.put_push_config("t1", StoredPushConfig(config=other, created_at="2026-01-01T00:00:01Z"))
+    store.put_push_config("t1", StoredPushConfig(config=other, created_at="2026-01-01T00:00:01Z", subject="alice"))
 
     def event(state: str, event_id: str) -> dict[str, Any]:
         update = {**STATUS, "status": {"state": state}}

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nylorun.domain.signing import PushSigning
 from nylorun.limits import CALLER_HEADROOM, DEFAULT_MAX_TASK_BYTES, MAX_STORED_JSON_BYTES
 from nylorun.observability import logger
 
@@ -42,6 +43,9 @@ class Settings(BaseModel):
     # rotated value signs every warm instance's deliveries at most this long after it became current. 0: read it
     # for every delivery.
     push_secret_max_age_seconds: int = Field(default=300, ge=0)
+    # Issue 15: each subject's deliveries are signed with a key derived from the push secret and the subject
+    # (nylorun.domain.signing); "shared" signs every delivery with the push secret itself: single-tenant only.
+    push_signing: PushSigning = "per-subject"
     push_queue_url: str = ""
     push_dlq_url: str = ""
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
@@ -132,6 +136,7 @@ class Settings(BaseModel):
             "push_secret": "NYLORUN_PUSH_SECRET",
             "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
             "push_secret_max_age_seconds": "NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS",
+            "push_signing": "NYLORUN_PUSH_SIGNING",
             "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",

@@ -23,6 +23,7 @@ from nylorun.engine.files import FileService
 from nylorun.ports import SigningSecrets
 from nylorun.service.a2a import A2AService
 from nylorun.service.scheduler import TurnScheduler
+from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
 if TYPE_CHECKING:  # each imported where it is built: the api function builds none of them
@@ -149,11 +150,20 @@ class Runtime:
             self.store, self.http, self.push_queue, self.settings, self.push_secrets(), files=self.files
         )
 
+    @cached_property
+    def signing_keys(self) -> PushSigningKeys | None:
+        """Each subject's push signing keys (issue 15), for the api's push-signing-secrets; None with push off."""
+        if not self.settings.push_enabled:
+            return None
+        return PushSigningKeys(self.push_secrets(), self.settings.push_signing)
+
     def app(self) -> Any:
         from nylorun.api.app import create_app
         from nylorun.api.auth import Authenticator
 
-        return create_app(self.service, self.registry, self.settings, Authenticator(self.settings))
+        return create_app(
+            self.service, self.registry, self.settings, Authenticator(self.settings), signing=self.signing_keys
+        )
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:

@@ -3,6 +3,7 @@ uvicorn locally — the same app).
 
     GET  /v1/a2a/agents/{agent}/.well-known/agent-card.json
     POST /v1/a2a/agents/{agent}/          (the Agent's URL; also without the trailing slash)
+    GET  /v1/a2a/push-signing-secrets     (the caller's own push signing keys)
 
 No A2A route answers a redirect: a JSON-RPC client does not follow one for a POST, so both spellings of a
 path are served as they are.
@@ -52,11 +53,14 @@ from nylorun.protocol.models import (
     TaskIdRequest,
 )
 from nylorun.service.a2a import A2AService, Caller
+from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 VERSION_HEADER = "A2A-Version"
 JSON_RPC_CONTENT = "application/json"
+# Issue 15: where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them).
+PUSH_SIGNING_PATH = "/v1/a2a/push-signing-secrets"
 
 Handler = Callable[[A2AService, Caller, dict[str, Any]], Any]
 
@@ -108,6 +112,7 @@ def create_app(
     authenticator: Authenticator,
     *,
     hop_to_thread: bool | None = None,
+    signing: PushSigningKeys | None = None,
 ) -> RuntimeApp:
     """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
     blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
@@ -150,6 +155,26 @@ def create_app(
             status_code=404,
         )
 
+    @app.get(PUSH_SIGNING_PATH, response_model=None)
+    async def push_signing_secrets(request: Request) -> Response:
+        # The caller's own keys only: they verify its deliveries and no other subject's (issue 15).
+        try:
+            subject = authenticator.subject(request)
+        except Unauthenticated as exc:
+            return _unauthorized(exc)
+        if signing is None:
+            # Decision: 404, not an empty list: with push off no delivery is ever signed, and a receiver that
+            # asked for keys should learn that rather than wait with none (the card says pushNotifications false).
+            return JSONResponse(
+                {"error": "Push notifications are off on this Runtime (it has no push secret)"}, status_code=404
+            )
+        secrets = (
+            signing.for_subject(subject)
+            if hop_to_thread is False or "aws.event" in request.scope
+            else await run_in_threadpool(signing.for_subject, subject)  # Secrets Manager: a blocking call
+        )
+        return JSONResponse({"secrets": secrets}, headers={"Cache-Control": "no-store"})
+
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]
         agent = registry.get(agent_name)
@@ -169,11 +194,7 @@ def create_app(
         try:
             subject = authenticator.subject(request)
         except Unauthenticated as exc:
-            return JSONResponse(
-                {"error": str(exc)},
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="nylorun", error="invalid_token"'},
-            )
+            return _unauthorized(exc)
         declared = list(PROFILE_EXTENSIONS)
         activated = parse_activation(request.headers.getlist(EXTENSIONS_HEADER), declared)
         headers = {EXTENSIONS_HEADER: ", ".join(activated)} if activated else {}
@@ -311,6 +332,14 @@ def _is_json(content_type: str) -> bool:
 
 def _too_large(settings: Settings) -> InvalidRequestError:
     return InvalidRequestError(f"Payload too large: the limit is {settings.max_request_bytes} bytes")
+
+
+def _unauthorized(exc: Unauthenticated) -> JSONResponse:
+    return JSONResponse(
+        {"error": str(exc)},
+        status_code=401,
+        headers={"WWW-Authenticate": 'Bearer realm="nylorun", error="invalid_token"'},
+    )
 
 
 def _not_found(agent_name: str) -> JSONResponse:

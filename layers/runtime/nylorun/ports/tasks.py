@@ -79,6 +79,9 @@ class StoredPushConfig:
     extensions: tuple[str, ...] = ()
     # When it expires (epoch seconds; TTL): set once its task has ended.
     expires_at: int | None = None
+    # Who created it (the task's owner): its deliveries are signed with this subject's key (issue 15). Empty on
+    # configs stored before it was kept: the push service then reads the task's owner.
+    subject: str = ""
 
 
 JournalKind = Literal["effect", "interaction", "usage"]

@@ -208,7 +208,7 @@ class A2AService:
             return self._respond(caller, record, request)
         push = request.configuration.task_push_notification_config if request.configuration else None
         if push is not None:
-            self._save_push_config(record.task_id, push, caller.extensions)
+            self._save_push_config(record.task_id, push, caller)
         self._scheduler.submitted(record, took_context)
         logger.info("turn submitted", extra={"task_id": record.task_id, "queued": not took_context})
         return self._respond(caller, record, request)
@@ -398,7 +398,7 @@ class A2AService:
         # Decision: a config on a task that has ended is accepted (A2A allows it; the TCK's push tests do it).
         # It sends nothing (an ended task changes no more) and expires like the configs of every ended task.
         expires_at = int(time.time()) + self._settings.push_config_retention_seconds if record.state.terminal else None
-        saved = self._save_push_config(request.task_id, config, caller.extensions, expires_at)
+        saved = self._save_push_config(request.task_id, config, caller, expires_at)
         return _redacted(saved).wire()
 
     def get_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
@@ -445,11 +445,18 @@ class A2AService:
         self,
         task_id: str,
         config: TaskPushNotificationConfig,
-        extensions: tuple[str, ...],
+        caller: Caller,
         expires_at: int | None = None,
     ) -> TaskPushNotificationConfig:
         saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "task_id": task_id, "tenant": None})
-        stored = StoredPushConfig(config=saved, created_at=now_timestamp(), extensions=extensions, expires_at=expires_at)
+        # The caller's subject: its deliveries are signed with that subject's key (issue 15).
+        stored = StoredPushConfig(
+            config=saved,
+            created_at=now_timestamp(),
+            extensions=caller.extensions,
+            expires_at=expires_at,
+            subject=caller.subject,
+        )
         self._store.put_push_config(task_id, stored)
         return saved
 

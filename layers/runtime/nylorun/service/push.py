@@ -26,9 +26,18 @@ from standardwebhooks.webhooks import Webhook
 from nylorun.engine.files import FileService
 from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
 from nylorun.observability import logger, metrics
-from nylorun.ports import AddressRefused, Delivery, DeliveryQueue, Sender, SigningSecrets, TaskStore
+from nylorun.ports import (
+    AddressRefused,
+    Delivery,
+    DeliveryQueue,
+    Sender,
+    SigningSecrets,
+    StoredPushConfig,
+    TaskStore,
+)
 from nylorun.profile.extensions import visible
 from nylorun.protocol.models import StreamResponse, TaskState
+from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
 
@@ -48,8 +57,8 @@ class Result:
 
 
 def sign(secrets: list[str], msg_id: str, timestamp: datetime, body: str) -> str:
-    """`webhook-signature`: one `v1,…` per secret, space-separated, so receivers holding either the old or
-    the new secret verify during a rotation."""
+    """`webhook-signature`: one `v1,…` per secret, space-separated (Standard Webhooks), so receivers holding
+    either the old or the new key verify during a rotation."""
     return " ".join(Webhook(secret).sign(msg_id, timestamp, body) for secret in secrets)
 
 
@@ -80,7 +89,7 @@ class PushService:
         self._sender = sender
         self._queue = queue
         self._settings = settings
-        self._secrets = secrets
+        self._keys = PushSigningKeys(secrets, settings.push_signing)
         self._now = clock
 
     # ------------------------------------------------------------------ fan-out
@@ -120,6 +129,9 @@ class PushService:
             return Result(Outcome.DROPPED, reason="config deleted")
         config = stored.config
         log = {"task_id": delivery.task_id, "config_id": delivery.config_id, "webhook_id": delivery.webhook_id}
+        subject = self._subject(delivery, stored)
+        if subject is None:
+            return Result(Outcome.DROPPED, reason="task gone")  # its configs go with it (the sweep)
         try:
             body = self._body(delivery, stored.extensions)
         except ValidationError:  # sent as stored, it could carry extensions its receiver did not activate
@@ -129,9 +141,10 @@ class PushService:
             "Content-Type": "application/json",
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(int(now)),
-            # Asked for each delivery, so a rotated secret is used once the secrets' cache lets it through.
+            # Issue 15: signed with the keys of the config's subject only, so its receiver's key verifies this
+            # delivery and no other subject's; asked for each delivery, so a rotated secret is used in time.
             "webhook-signature": sign(
-                self._secrets(), delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body
+                self._keys.for_subject(subject), delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body
             ),
             "User-Agent": "nylorun-push/1",
         }
@@ -164,6 +177,14 @@ class PushService:
         # Decision: other answers (3xx — redirects are not followed — and 4xx) are the receiver refusing
         # this delivery; the same signed request would be refused again, so it is dead-lettered at once.
         return self._give_up(delivery, f"HTTP {status}", log)
+
+    def _subject(self, delivery: Delivery, stored: StoredPushConfig) -> str | None:
+        """Whose keys sign: the subject stored with the config (the table, never the event, says whose task it
+        is); a config stored before subjects were kept is its task's owner's."""
+        if stored.subject:
+            return stored.subject
+        head = self._store.head(delivery.task_id)
+        return str(head["subject"]) if head else None
 
     def _body(self, delivery: Delivery, extensions: tuple[str, ...]) -> str:
         """The StreamResponse as the config's creator may see it: only the extensions it activated (the ones

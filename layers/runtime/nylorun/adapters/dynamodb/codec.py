@@ -193,6 +193,7 @@ def push_item(task_id: str, stored: StoredPushConfig) -> dict[str, Any]:
         "createdAt": stored.created_at,
         "extensions": list(stored.extensions) or None,
         "expiresAt": stored.expires_at,
+        "subject": stored.subject or None,
     }
 
 
@@ -203,6 +204,7 @@ def push_config(item: dict[str, Any]) -> StoredPushConfig:
         created_at=item["createdAt"],
         extensions=tuple(item.get("extensions") or ()),
         expires_at=int(expires) if expires is not None else None,
+        subject=str(item.get("subject") or ""),
     )
 
 
