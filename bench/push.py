@@ -83,7 +83,7 @@ def run(seconds: float = 3.0, warmup: float = 0.5) -> dict[str, Any]:
         store = InMemoryTaskStore()
         task_id, config_id = "task-bench", "cfg-bench"
         config = TaskPushNotificationConfig(id=config_id, task_id=task_id, url=receiver.url, token="bench")
-        store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp()))
+        store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp(), subject="bench"))
         settings = Settings(push_secret=SECRET, push_allow_loopback=True)
         sender = WebhookSender(timeout_seconds=settings.push_timeout_seconds, allow_loopback=True)
         push = PushService(store, sender, _NoQueue(), settings, lambda: [SECRET])
