@@ -168,11 +168,10 @@ def create_app(
             return JSONResponse(
                 {"error": "Push notifications are off on this Runtime (it has no push secret)"}, status_code=404
             )
-        secrets = (
-            signing.for_subject(subject)
-            if hop_to_thread is False or "aws.event" in request.scope
-            else await run_in_threadpool(signing.for_subject, subject)  # Secrets Manager: a blocking call
-        )
+        if hop_to_thread is False or (hop_to_thread is None and "aws.event" in request.scope):
+            secrets = signing.for_subject(subject)  # as for JSON-RPC: on Lambda there is nothing else to serve
+        else:
+            secrets = await run_in_threadpool(signing.for_subject, subject)  # Secrets Manager: a blocking call
         return JSONResponse({"secrets": secrets}, headers={"Cache-Control": "no-store"})
 
     async def agent_card(request: Request) -> Response:
