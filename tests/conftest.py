@@ -92,10 +92,7 @@ def table_items(local_runtime: LocalRuntime) -> Callable[[], list[dict[str, Any]
 
     def scan() -> list[dict[str, Any]]:
         assert local_runtime.stack is not None
-        client = local_runtime.aws.client("dynamodb")
-        items: list[dict[str, Any]] = []
-        for page in client.get_paginator("scan").paginate(TableName=local_runtime.stack.table_name):
-            items.extend(page["Items"])
+        items = local_runtime.aws.table_items(local_runtime.stack.table_name)
         return sorted(items, key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
 
     return scan

@@ -43,14 +43,22 @@ def snapshot(table_items: TableScan, agents: Iterable[str] = AGENTS_UNDER_TEST) 
     return scoped(table_items(), agents)
 
 
+# How long the scoped table must stay the same to count as settled: a turn's writes can come apart by the
+# local pollers' longest idle sleep (nylorun_local.activity.IDLE_MAX_SECONDS, 1 s; e.g. a wait token parked
+# after the AUTH_REQUIRED answer went out), more on two busy cores. A snapshot costs milliseconds (conftest).
+QUIET_SECONDS = 1.5
+
+
 def settled(table_items: TableScan, agents: Iterable[str] = AGENTS_UNDER_TEST) -> list[Item]:
     """The scoped table once no write of the agents under test is landing (an earlier turn may be ending)."""
     agents = tuple(agents)
-    previous = snapshot(table_items, agents)
-    for _ in range(60):
+    deadline = time.monotonic() + 30
+    previous, since = snapshot(table_items, agents), time.monotonic()
+    while time.monotonic() < deadline:
         time.sleep(0.05)
         current = snapshot(table_items, agents)
-        if current == previous:
+        if current != previous:
+            previous, since = current, time.monotonic()
+        elif time.monotonic() - since >= QUIET_SECONDS:
             return current
-        previous = current
     raise AssertionError("the tasks table never stopped changing")
