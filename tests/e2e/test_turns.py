@@ -277,10 +277,18 @@ def test_two_racing_answers_exactly_one_wins(local_runtime: LocalRuntime, agents
         thread.start()
     for thread in threads:
         thread.join()
-    # Then exactly one was accepted, the other is -32602
-    errors = [r for r in results if "error" in r]
-    assert len(errors) == 1 and errors[0]["error"]["code"] == -32602
-    assert len([r for r in results if "result" in r]) == 1
+    # Then exactly one answered the approval: it got the task back
+    answered = [r for r in results if r.get("result", {}).get("task", {}).get("id") == task["id"]]
+    assert len(answered) == 1, results
+    # And the other did not: -32602 when the api read it while the approval was still open; or, when it read it
+    # only after the winner's answer was written (two busy cores can order them so), a new turn in the context
+    # (README "Busy contexts": a message with the taskId of a working task is a new turn in that context)
+    (other,) = [r for r in results if r is not answered[0]]
+    if "error" in other:
+        assert other["error"]["code"] == -32602, other
+    else:
+        assert other["result"]["task"]["id"] != task["id"], other
+        assert other["result"]["task"]["contextId"] == task["contextId"], other
 
 
 # ---------------------------------------------------------------- questions, connections, core tier
