@@ -15,6 +15,11 @@ export SAM_CLI_TELEMETRY := 0
 
 .PHONY: run test unit reliability bench build validate lint typecheck clean
 
+# pytest-xdist: one worker per core (at most 4), each with its own local Runtime (tests/conftest.py). A test file
+# runs whole on one worker (loadfile), so its module fixtures run once: the agents it adds to its worker's
+# Runtime, and test_a2a_js.py's `npm ci` into tests/e2e/js (two at once in one folder would race).
+XDIST := -n auto --maxprocesses 4 --dist loadfile
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -34,13 +39,13 @@ test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + s
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 unit: $(STAMP)  ## The unit tier alone: in-memory adapters and plain objects, no moto, no HTTP (seconds)
 	$(PY) -m pytest tests/unit -q
 
 reliability: $(STAMP)  ## Fuzzing, crash injection, isolation, push faults, duplicate deliveries (also in `make test`)
-	$(PY) -m pytest tests/reliability $(PYTEST_ARGS)
+	$(PY) -m pytest tests/reliability $(XDIST) $(PYTEST_ARGS)
 
 bench: $(BENCH_STAMP)  ## Benchmarks (2 cores, under 10 min): prints a table, writes bench/results/latest.json
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null 2>&1 \
