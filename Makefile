@@ -17,8 +17,9 @@ export SAM_CLI_TELEMETRY := 0
 
 # pytest-xdist: one worker per core (at most 4), each with its own local Runtime (tests/conftest.py). A test file
 # runs whole on one worker (loadfile), so its module fixtures run once: the agents it adds to its worker's
-# Runtime, and test_a2a_js.py's `npm ci` into tests/e2e/js (two at once in one folder would race).
-XDIST := -n auto --maxprocesses 4 --dist loadfile
+# Runtime, and test_a2a_js.py's `npm ci` into tests/e2e/js (two at once in one folder would race). Files are
+# handed out in collection order, the longest first (tests/conftest.py LONGEST_FIRST), not by test count.
+XDIST := -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

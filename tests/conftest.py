@@ -100,6 +100,23 @@ def table_items(local_runtime: LocalRuntime) -> Callable[[], list[dict[str, Any]
 
 UNIT = Path(__file__).parent / "unit"
 
+# The test files that take longest (about a minute or more each on two cores), longest first. They run first, so
+# under pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) no worker is left running one of them
+# alone at the end while the others have finished.
+LONGEST_FIRST = (
+    "test_busy_contexts.py",
+    "test_extension_visibility.py",
+    "test_text_roundtrip.py",
+    "test_cli.py",
+    "test_own_agent.py",
+    "test_installed.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep pytest's order
+
 
 @pytest.fixture(autouse=True)
 def unit_tier_stays_off_aws(request: pytest.FixtureRequest) -> Iterator[None]:
