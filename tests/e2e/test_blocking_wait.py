@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import auth, user_message
+from conftest import auth, rpc, user_message
 from fastapi.testclient import TestClient
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.settings import Settings
@@ -104,11 +104,17 @@ def test_a_turn_longer_than_the_wait_answers_working_then_completes(short_wait: 
     assert got["status"]["message"]["parts"] == [{"text": "done at last"}]
 
 
-def test_a_turn_shorter_than_the_wait_answers_completed(short_wait: TestClient) -> None:
+def test_a_turn_shorter_than_the_wait_answers_completed(local_runtime: LocalRuntime) -> None:
+    # Given the session's api, whose blocking wait (20 s) is far longer than an echo turn even on two busy cores
+    # (with 1.5 s, seen answering WORKING when other tests ran beside it)
+    wait_seconds = (local_runtime.options.a2a_wait_ms or 0) / 1000
+    assert wait_seconds >= 10
     # When a blocking SendMessage goes to echo, which ends at once
-    task = call(short_wait, "echo", "SendMessage", {"message": user_message("quick")})["task"]
-    # Then the wait ends with the turn: COMPLETED, not WORKING
+    before = time.monotonic()
+    task = rpc(local_runtime.agent_url("echo"), "SendMessage", {"message": user_message("quick")})["result"]["task"]
+    # Then the wait ends with the turn: COMPLETED, not WORKING, before the wait is up
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert time.monotonic() - before < wait_seconds
 
 
 # ---------------------------------------------------------------- the deployed numbers fit together

@@ -271,9 +271,10 @@ def test_any_body_gets_one_jsonrpc_answer_and_writes_nothing(
     def check(body: bytes) -> None:
         # When a caller posts anything at all
         response = http.post(echo_url, content=body)
-        # Then it gets one valid JSON-RPC answer: an error, as none of these is a well-formed request
+        # Then it gets one valid JSON-RPC answer: an error, as none of these is a well-formed request, except a
+        # read that ignores unknown params (seen: ListTasks with {"x": 20 nested lists}, a "deep" body)
         answer = assert_jsonrpc_answer(response, body)
-        assert "error" in answer, answer
+        assert "error" in answer or json.loads(body)["method"] in READS_WITH_DEFAULTS, answer
 
     check()
     # And nothing was written
