@@ -104,12 +104,12 @@ UNIT = Path(__file__).parent / "unit"
 # under pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) no worker is left running one of them
 # alone at the end while the others have finished.
 LONGEST_FIRST = (
-    "test_busy_contexts.py",
-    "test_extension_visibility.py",
-    "test_text_roundtrip.py",
-    "test_cli.py",
     "test_own_agent.py",
+    "test_cli.py",
+    "test_extension_visibility.py",
+    "test_busy_contexts.py",
     "test_installed.py",
+    "test_text_roundtrip.py",
 )
 
 
