@@ -40,12 +40,20 @@ class LocalOptions:
     examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside your own
     agents: str | None = None  # your own Agents, "module:attribute,…"; None: those in $NYLORUN_AGENTS
     interaction_timeout_seconds: int | None = None
+    allowed_origins: list[str] = field(default_factory=list)  # web pages whose scripts may call (NYLORUN_ALLOWED_ORIGINS)
+    # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
+    allow_remote_without_auth: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
 class LocalRuntime:
     def __init__(self, options: LocalOptions) -> None:
         self.options = options
+        if options.auth == "none" and options.host not in LOOPBACK_HOSTS and not options.allow_remote_without_auth:
+            raise ValueError(
+                f"--auth none on --host {options.host} would let anyone who reaches it call as 'anonymous': "
+                "serve on 127.0.0.1, use --auth dev, or add --allow-remote-without-auth"
+            )
         if options.port == 0:
             options.port = free_port()
         if options.auth == "dev" and not options.dev_tokens:
@@ -54,6 +62,8 @@ class LocalRuntime:
             options.push_secret = None
         elif not options.push_secret:
             options.push_secret = os.environ.get("NYLORUN_PUSH_SECRET") or _new_push_secret()
+        # Issue 15: subjects are keyed with the Runtime's key; one per run (or the caller's), shared by every function.
+        self.runtime_key = os.environ.get("NYLORUN_RUNTIME_KEY") or secrets.token_urlsafe(32)
         self.aws = LocalAws()
         self.stack: LocalStack | None = None
         self.runtime: Runtime | None = None
@@ -89,6 +99,8 @@ class LocalRuntime:
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
+            "NYLORUN_ALLOWED_ORIGINS": ",".join(opts.allowed_origins),
+            "NYLORUN_RUNTIME_KEY": self.runtime_key,
             # Locally, push receivers on loopback are allowed (the TCK's receiver runs there).
             "NYLORUN_PUSH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "POWERTOOLS_SERVICE_NAME": "nylorun",

@@ -45,19 +45,25 @@ def _serve(args: argparse.Namespace) -> int:
     if Path(args.agents_dir).is_dir():
         sys.path.insert(0, str(Path(args.agents_dir).resolve()))
     tokens = dict(pair.split("=", 1) for pair in args.token) if args.token else {}
-    local = LocalRuntime(
-        LocalOptions(
-            host=args.host,
-            port=args.port,
-            auth=args.auth,
-            dev_tokens=tokens,
-            push_secret=args.push_secret,
-            push=not args.no_push,
-            a2a_wait_ms=args.wait_ms,
-            examples=not args.no_examples,
-            agents=args.agents,
+    try:
+        local = LocalRuntime(
+            LocalOptions(
+                host=args.host,
+                port=args.port,
+                auth=args.auth,
+                dev_tokens=tokens,
+                push_secret=args.push_secret,
+                push=not args.no_push,
+                a2a_wait_ms=args.wait_ms,
+                examples=not args.no_examples,
+                agents=args.agents,
+                allowed_origins=args.allow_origin or [],
+                allow_remote_without_auth=args.allow_remote_without_auth,
+            )
         )
-    )
+    except ValueError as exc:
+        print(f"nylorun serve: {exc}", file=sys.stderr)
+        return 2
     stopped_by = ""
     try:
         with _signals_stop():
@@ -131,6 +137,17 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--auth", choices=["dev", "none"], default="dev")
     serve.add_argument(
         "--token", action="append", metavar="TOKEN=SUBJECT", help="a dev bearer token and its subject (repeatable)"
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a web page (scheme://host[:port]) whose scripts may call; browsers' requests from any other are refused",
+    )
+    serve.add_argument(
+        "--allow-remote-without-auth",
+        action="store_true",
+        help="allow --auth none with a --host other than loopback (anyone who reaches it calls as 'anonymous')",
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")

@@ -48,6 +48,7 @@ def deploy_env() -> dict[str, str]:
             "NYLORUN_EVENT_BUS": "static-bus",
             "NYLORUN_CONTEXT_QUEUE_URL": "http://127.0.0.1:9/123456789012/static-context.fifo",
             "NYLORUN_PUSH_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:static",
+            "NYLORUN_RUNTIME_KEY_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:static-key",
             "NYLORUN_FILES_BUCKET": "static-files",
             "NYLORUN_AUTH": "jwt",
             "NYLORUN_INTERACTION_TIMEOUT_SECONDS": "3600",

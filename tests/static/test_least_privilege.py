@@ -158,7 +158,7 @@ BROKEN: dict[str, tuple[Any, str]] = {
     ),
     "the agent grant as a policy of a SAM-generated role": (
         lambda t: t["Resources"]["ApiFunction"]["Properties"]["Policies"].append({"Ref": "AgentPolicyArns"}) or t,
-        "ApiFunction.Policies[5]: managed policy {'Ref': 'AgentPolicyArns'}",
+        "managed policy {'Ref': 'AgentPolicyArns'} (its grants",  # ApiFunction.Policies[n], n the appended one's
     ),
     "AgentPolicyArns allowing any ARN": (
         lambda t: t["Parameters"]["AgentPolicyArns"].update(AllowedPattern="^.*$") or t,

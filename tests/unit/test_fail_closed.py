@@ -14,13 +14,16 @@ from nylorun.settings import Settings
 from pydantic import ValidationError
 
 DEV_TOKEN = "tok-unit-secret-never-logged"
+RUNTIME_KEY_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:runtime-key"
 
 
 @pytest.fixture()
 def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """A clean slate: none of the variables that tell Lambda, sam local and the auth mode apart."""
-    for name in ("AWS_LAMBDA_FUNCTION_NAME", "AWS_SAM_LOCAL", "NYLORUN_AUTH", "NYLORUN_DEV_TOKENS"):
+    for name in ("AWS_LAMBDA_FUNCTION_NAME", "AWS_SAM_LOCAL", "NYLORUN_AUTH", "NYLORUN_DEV_TOKENS", "NYLORUN_RUNTIME_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # The template gives every function the Runtime's key (issue 15); test_without_the_runtime_key_… takes it away.
+    monkeypatch.setenv("NYLORUN_RUNTIME_KEY_ARN", RUNTIME_KEY_ARN)
     return monkeypatch
 
 
@@ -81,4 +84,16 @@ def test_sam_local_set_to_false_does_not_open_the_local_modes(env: pytest.Monkey
     # When the settings are read
     # Then they are still refused
     with pytest.raises(ValidationError, match="NYLORUN_AUTH=none is refused"):
+        Settings.from_env()
+
+
+@pytest.mark.parametrize("sam_local", ["true", ""])
+def test_on_lambda_without_the_runtime_key_a_function_refuses_to_start(env: pytest.MonkeyPatch, sam_local: str) -> None:
+    # Given a function (deployed, or under sam local) whose environment lost NYLORUN_RUNTIME_KEY_ARN
+    env.setenv("AWS_LAMBDA_FUNCTION_NAME", "nylorun-runtime-dev-ApiFunction-AbC123")
+    env.setenv("AWS_SAM_LOCAL", sam_local)
+    env.delenv("NYLORUN_RUNTIME_KEY_ARN")
+    # When the cold start reads the settings
+    # Then it fails: each instance would key subjects its own way and find no task again (issue 15)
+    with pytest.raises(ValidationError, match="NYLORUN_RUNTIME_KEY_ARN is not set"):
         Settings.from_env()

@@ -274,3 +274,15 @@ def test_configs_of_an_ended_task_expire_after_the_retention() -> None:
                      "state": "TASK_STATE_COMPLETED", "statusUpdate": update}})
     # Then the configs are gone
     assert store.sweep_push_configs() == 1 and store.list_push_configs("t1") == []
+
+
+@pytest.mark.parametrize("header", ["²", "١٢٠", "12a", "-5", "9" * 5000, "Tue, 32 Foo 2026 99:99:99 GMT", "１２０"])
+def test_a_malformed_retry_after_is_a_bad_header_not_an_exception(header: str) -> None:
+    # Given a receiver answering 503 with a Retry-After that is neither ASCII delay-seconds nor an HTTP-date
+    # (a Unicode digit passed str.isdigit() and then int() raised; int() of 5,000 digits raises too)
+    service, _, _, queue = push_setup(http(503, **{"retry-after": header}))
+    # When the delivery is attempted
+    result = service.deliver(delivery(), attempt=1)
+    # Then it is retried on the ordinary backoff (15 to 30 s for attempt 1), or the longest hold for a huge number
+    assert result.outcome == Outcome.RETRY and queue.dead == []
+    assert 15 <= result.delay_seconds <= 30 or (header.isascii() and header.isdigit() and result.delay_seconds == 43_200)

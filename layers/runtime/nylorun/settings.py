@@ -46,6 +46,11 @@ class Settings(BaseModel):
     # Issue 15: each subject's deliveries are signed with a key derived from the push secret and the subject
     # (nylorun.domain.signing); "shared" signs every delivery with the push secret itself: single-tenant only.
     push_signing: PushSigning = "per-subject"
+    # Issue 15: the Runtime's key for keyed digests (a subject's in item keys, S3 keys and task ids; page-token
+    # MACs). Item keys derive from it, so it never rotates: a new value orphans every stored task. Deployed, a
+    # Secrets Manager secret (RuntimeKey) read once per cold start; locally a value per run (`nylorun serve`).
+    runtime_key: str | None = Field(default=None, repr=False)
+    runtime_key_arn: str | None = None
     push_queue_url: str = ""
     push_dlq_url: str = ""
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
@@ -68,6 +73,11 @@ class Settings(BaseModel):
     # Which hosts a caller's `url` file part may name (fetched with the same SSRF checks as push).
     fetch_allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
     fetch_http_hosts: list[str] = Field(default_factory=list)
+    # Web pages (their `Origin`, e.g. "https://app.example") whose scripts may call the JSON-RPC endpoint. A browser
+    # sends Origin on every cross-site POST; any other is refused, so a page cannot drive a Runtime on loopback (DNS
+    # rebinding gets past the Content-Type rule, as the page is then "same-origin"). Callers that are not browsers
+    # send no Origin.
+    allowed_origins: list[str] = Field(default_factory=list)
     # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     # What one task's history and artifacts may hold (nylorun.limits): at least one largest message and the
@@ -86,7 +96,7 @@ class Settings(BaseModel):
 
     @field_validator(
         "push_allowed_hosts", "push_http_hosts", "push_private_hosts", "fetch_allowed_hosts", "fetch_http_hosts",
-        mode="before",
+        "allowed_origins", mode="before",
     )
     @classmethod
     def _split(cls, value: object) -> object:
@@ -112,6 +122,9 @@ class Settings(BaseModel):
                 f"NYLORUN_AUTH={self.auth} is refused on AWS Lambda (function {self.lambda_function_name}): set "
                 "NYLORUN_AUTH=jwt, the template's value. The dev and none modes are for `nylorun serve` and `sam local`."
             )
+        if self.lambda_function_name and not (self.runtime_key or self.runtime_key_arn):
+            # Without it each cold start would key subjects its own way, and no task would be found again.
+            raise ValueError("NYLORUN_RUNTIME_KEY_ARN is not set: the template's RuntimeKey secret keys subjects")
         return self
 
     @property
@@ -137,6 +150,8 @@ class Settings(BaseModel):
             "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
             "push_secret_max_age_seconds": "NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS",
             "push_signing": "NYLORUN_PUSH_SIGNING",
+            "runtime_key": "NYLORUN_RUNTIME_KEY",
+            "runtime_key_arn": "NYLORUN_RUNTIME_KEY_ARN",
             "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
@@ -154,6 +169,7 @@ class Settings(BaseModel):
             "fetch_http_hosts": "NYLORUN_FETCH_HTTP_HOSTS",
             "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
             "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
+            "allowed_origins": "NYLORUN_ALLOWED_ORIGINS",
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",
             "max_task_bytes": "NYLORUN_MAX_TASK_BYTES",
             "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",

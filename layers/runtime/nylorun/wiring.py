@@ -18,6 +18,7 @@ from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
+from nylorun.domain.ids import use_runtime_key
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
 from nylorun.ports import SigningSecrets
@@ -60,6 +61,18 @@ class LazyClient:
 class Runtime:
     settings: Settings
     registry: AgentRegistry
+
+    def __post_init__(self) -> None:
+        # Settings naming no key (a test's, a library user's) keep the process's: one process, one key.
+        if self.settings.runtime_key_arn or self.settings.runtime_key:
+            use_runtime_key(self._runtime_key)  # read when a subject is first keyed, not at every cold start
+
+    def _runtime_key(self) -> str:
+        if self.settings.runtime_key_arn:
+            from nylorun.adapters.secrets import runtime_key
+
+            return runtime_key(self.client("secretsmanager"), self.settings.runtime_key_arn)
+        return self.settings.runtime_key or ""
 
     def client(self, name: str) -> Any:
         # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.

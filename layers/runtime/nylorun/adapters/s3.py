@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from nylorun.ports import FileStore, StoredObject
+from nylorun.ports import REFUSED_TAG, FileStore, StoredObject
 
 
 class S3FileStore:
@@ -34,6 +34,14 @@ class S3FileStore:
         if filename:
             params["ResponseContentDisposition"] = f'attachment; filename="{filename}"'
         return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_seconds))
+
+    def mark_refused(self, key: str, version_id: str) -> None:
+        # The version's own tags (PutObjectTagging with VersionId): the lifecycle rule filters on them.
+        tag_key, tag_value = REFUSED_TAG
+        self._s3.put_object_tagging(
+            Bucket=self._bucket, Key=key, VersionId=version_id,
+            Tagging={"TagSet": [{"Key": tag_key, "Value": tag_value}]},
+        )
 
 
 def _b64(raw: bytes) -> str:

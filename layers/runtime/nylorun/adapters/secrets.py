@@ -1,4 +1,5 @@
-"""The push signing secret(s) in AWS Secrets Manager, read through Powertools Parameters (SigningSecrets)."""
+"""Secrets in AWS Secrets Manager, read through Powertools Parameters: the push signing secret(s) (SigningSecrets)
+and the Runtime's key."""
 
 from __future__ import annotations
 
@@ -23,3 +24,8 @@ class SecretsManagerSigningSecrets:
 
     def __call__(self) -> list[str]:
         return str(self._provider.get(self._secret_id, max_age=self._max_age)).split()
+
+
+def runtime_key(client: Any, secret_id: str) -> str:
+    """The Runtime's key (settings.runtime_key): it never changes, so it is read once per instance."""
+    return str(SecretsProvider(boto3_client=client).get(secret_id, max_age=366 * 24 * 3600))

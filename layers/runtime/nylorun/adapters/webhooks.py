@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
+from nylorun.domain.urls import public_address
 from nylorun.ports import AddressRefused, Fetcher, FileTooLarge, HttpResult, Sender
 
 Resolver = Callable[[str, int], list[str]]
@@ -23,13 +24,7 @@ def system_resolver(host: str, port: int) -> list[str]:
 
 
 def address_allowed(address: str, *, allow_loopback: bool) -> bool:
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-    if ip.is_loopback:
-        return allow_loopback
-    # Private, link-local (169.254.169.254), multicast, reserved, unspecified... only public addresses.
-    return bool(ip.is_global) and not ip.is_multicast
+    return public_address(ipaddress.ip_address(address), allow_loopback=allow_loopback)
 
 
 class WebhookSender:

@@ -190,6 +190,11 @@ def create_app(
         agent_name: str = request.path_params["agent_name"]
         if registry.get(agent_name) is None:
             return _not_found(agent_name)
+        origin = request.headers.get("origin")
+        if origin is not None and origin.rstrip("/").lower() not in settings.allowed_origins:
+            # A browser page's request (settings.allowed_origins says why): refused before anything is read.
+            return JSONResponse({"error": f"requests from the web page at {origin[:100]!r} are not allowed"},
+                                status_code=403)
         try:
             subject = authenticator.subject(request)
         except Unauthenticated as exc:

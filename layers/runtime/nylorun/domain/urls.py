@@ -14,6 +14,35 @@ class PushUrlRejected(ValueError):
     pass
 
 
+# IPv6 prefixes that carry an IPv4 address the packet really goes to (RFC 6052, RFC 3056, RFC 4291 §2.5.5):
+# each is judged by the IPv4 address inside it, or `10.0.0.1` is reachable as `64:ff9b::a00:1`.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix: v4 in the last 32 bits
+_SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")  # RFC 3056: v4 in bits 16-48
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291 §2.5.5.1 (deprecated): v4 in the last 32 bits
+# Refused outright: where the v4 address sits depends on a prefix length or relay the Runtime cannot know
+# (RFC 8215 local-use NAT64 prefixes are /48 up to /96; Teredo carries a server and an obfuscated client).
+_AMBIGUOUS = (ipaddress.IPv6Network("64:ff9b:1::/48"), ipaddress.IPv6Network("2001::/32"))
+
+
+def public_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address, *, allow_loopback: bool) -> bool:
+    """May the Runtime connect to `address`? Only public unicast addresses (169.254.169.254, private ranges,
+    multicast, reserved and unspecified are not), loopback only when allowed; an IPv4-embedding IPv6
+    address is judged by the IPv4 address it embeds."""
+    if address.is_loopback:
+        return allow_loopback
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in _AMBIGUOUS):
+            return False
+        if address.ipv4_mapped is not None:
+            return public_address(address.ipv4_mapped, allow_loopback=allow_loopback)
+        if address.sixtofour is not None:
+            return public_address(address.sixtofour, allow_loopback=allow_loopback)
+        if address in _NAT64 or address in _V4_COMPATIBLE:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+            return public_address(embedded, allow_loopback=allow_loopback)
+    return bool(address.is_global) and not address.is_multicast
+
+
 def _host_allowed(host: str, allowed: list[str]) -> bool:
     for pattern in allowed:
         if pattern == "*" or pattern == host:
@@ -33,7 +62,7 @@ def _is_public_literal(host: str) -> bool:
             address = ipaddress.IPv4Address(socket.inet_aton(host))
         except (OSError, ValueError):
             return True  # a name: its addresses are checked when a delivery resolves it
-    return address.is_global
+    return public_address(address, allow_loopback=False)
 
 
 def check_push_url(url: str, *, allowed_hosts: list[str], http_hosts: list[str]) -> str:

@@ -127,6 +127,13 @@ class FileService:
             parts[index] = self._as_ref(part, stored, "input", f"inputs/{name}", 1)
         return message.model_copy(update={"parts": parts})
 
+    def refuse_inbound(self, message: Message) -> None:
+        """The files `accept_inbound` stored for a request that was then refused: marked, so they expire. Every
+        stored reference in such a message is one (a caller's own url parts are http(s), never REF)."""
+        for part in message.parts:
+            if part.url is not None and part.url.startswith(REF):
+                self._store.mark_refused(*parse_ref(part.url))
+
     def _as_ref(self, part: Part, stored: StoredObject, kind: str, path: str, version: int) -> Part:
         info = FileVersion(kind=kind, version=version, size=stored.size, sha256=stored.sha256, path=path)
         metadata, _ = with_extension(part.metadata, None, FILES, info)

@@ -17,7 +17,7 @@ from nylorun.domain.errors import (
     VersionConflict,
 )
 from nylorun.domain.ids import Owner
-from nylorun.ports.files import Fetcher, FileStore, FileTooLarge, StoredObject
+from nylorun.ports.files import REFUSED_TAG, Fetcher, FileStore, FileTooLarge, StoredObject
 from nylorun.ports.push import AddressRefused, Delivery, DeliveryQueue, HttpResult, Sender, SigningSecrets
 from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
 from nylorun.ports.tasks import (
@@ -38,6 +38,7 @@ from nylorun.ports.tasks import (
 from nylorun.protocol.models import TaskStatus
 
 __all__ = [
+    "REFUSED_TAG",
     "AddressRefused",
     "ContextBusy",
     "ContextQueue",

@@ -21,6 +21,14 @@ class FileStore(Protocol):
 
     def presign(self, key: str, version_id: str, expires_seconds: int, filename: str | None = None) -> str: ...
 
+    def mark_refused(self, key: str, version_id: str) -> None:
+        """This version belongs to a refused request: the bucket's lifecycle expires it (REFUSED_TAG)."""
+        ...
+
+
+# The tag a refused request's files carry; template.yaml's lifecycle rule `refused-inputs` expires them.
+REFUSED_TAG = ("nylorun-refused", "true")
+
 
 class FileTooLarge(Exception):
     """A fetched file is larger than the `max_bytes` it was fetched with."""

@@ -9,7 +9,8 @@ import dataclasses
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from nylorun.profile.extensions import (
 )
 from nylorun.profile.status import text_does_not_approve, with_plan
 from nylorun.protocol.errors import (
+    A2AError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -159,8 +161,10 @@ class A2AService:
                     f"Task {record.task_id} is in terminal state: {record.state.value}"
                 )
             if record.state.interrupted:
-                reply = self._inbound_files(caller, record.context_id, message)
-                record = self._answer(record, reply.model_copy(update={"context_id": record.context_id}), retry_key)
+                value = self._answer_value(record, message)  # checked before any file is stored
+                with self._inbound_files(caller, record.context_id, message) as reply:
+                    reply = reply.model_copy(update={"context_id": record.context_id})
+                    record = self._answer(record, reply, retry_key, value)
                 return self._respond(caller, record, request)
             # A message to a task that is not waiting for input is a new turn in its context (queued).
             return self._new_turn(caller, request, record.context_id, retry_key, replaces)
@@ -185,27 +189,28 @@ class A2AService:
         """The context's next turn: it starts now, or waits its turn behind a busy context (queued), and
         either way the caller gets the task that will take the message."""
         message = request.message.model_copy(update={"task_id": None, "context_id": context_id})
-        message = self._inbound_files(caller, context_id, message)
         # Profile v2: `delivery: "reject"` in the message's metadata refuses a busy context instead.
         reject = (message.metadata or {}).get("delivery") == "reject"
-        try:
-            record, took_context = self._store.create_turn(
-                NewTurn(
-                    owner=caller.owner,
-                    context_id=context_id,
-                    message=message,
-                    metadata=request.metadata,
-                    retry_key=retry_key,
-                    replaces_task=replaces,
-                ),
-                queue=not reject,
-            )
-        except ContextBusy as busy:
-            raise context_busy(context_id, busy.active_task_id) from None
-        except DuplicateMessage as duplicate:  # raced with the same messageId
-            record = self._owned(caller.owner, duplicate.task_id)
-            self._scheduler.resubmitted(record)
-            return self._respond(caller, record, request)
+        with self._inbound_files(caller, context_id, message) as message:
+            try:
+                record, took_context = self._store.create_turn(
+                    NewTurn(
+                        owner=caller.owner,
+                        context_id=context_id,
+                        message=message,
+                        metadata=request.metadata,
+                        retry_key=retry_key,
+                        replaces_task=replaces,
+                    ),
+                    queue=not reject,
+                )
+            except ContextBusy as busy:
+                raise context_busy(context_id, busy.active_task_id) from None
+            except DuplicateMessage as duplicate:  # raced with the same messageId: the winner's files are kept
+                self._refused_files(message)
+                record = self._owned(caller.owner, duplicate.task_id)
+                self._scheduler.resubmitted(record)
+                return self._respond(caller, record, request)
         push = request.configuration.task_push_notification_config if request.configuration else None
         if push is not None:
             self._save_push_config(record.task_id, push, caller)
@@ -235,8 +240,10 @@ class A2AService:
             record = self._store.get(record.task_id) or record
         return record
 
-    def _answer(self, record: TaskRecord, message: Message, retry_key: str) -> TaskRecord:
-        """A reply to an interrupted task: the caller's answer to the open interaction."""
+    @staticmethod
+    def _answer_value(record: TaskRecord, message: Message) -> JsonObject | None:
+        """What a reply to an interrupted task answers (None: text to an approval, which never approves), or the
+        error refusing it. Pure, so it runs before the reply's files are stored (issue 15)."""
         interaction = record.interaction
         if interaction is None:
             raise UnsupportedOperationError(f"Task {record.task_id} has no open interaction")
@@ -264,8 +271,15 @@ class A2AService:
             # Decision: a question may be answered by text in every tier (approvals never).
             value = {"value": message.text()}
         else:
-            return self._text_does_not_approve(record, message, retry_key)
+            return None
+        return value
 
+    def _answer(self, record: TaskRecord, message: Message, retry_key: str, value: JsonObject | None) -> TaskRecord:
+        """A reply to an interrupted task: the caller's answer (`_answer_value`) to the open interaction."""
+        interaction = record.interaction
+        assert interaction is not None  # _answer_value refused a task without one
+        if value is None:
+            return self._text_does_not_approve(record, message, retry_key)
         stored = message.model_copy(update={"task_id": record.task_id})
         try:
             self._store.answer_interaction(
@@ -460,17 +474,30 @@ class A2AService:
         self._store.put_push_config(task_id, stored)
         return saved
 
-    def _inbound_files(self, caller: Caller, context_id: str, message: Message) -> Message:
+    @contextmanager
+    def _inbound_files(self, caller: Caller, context_id: str, message: Message) -> Iterator[Message]:
         """Files in a caller's message: checked (size, media type, url host) and `raw` ones kept in the
-        bucket, so history holds a reference rather than the bytes."""
+        bucket, so history holds a reference rather than the bytes. The body of the `with` writes the request;
+        when it refuses it (a busy context, say: known only by that write), the stored files are marked refused."""
         has_files = any(p.raw is not None or p.url is not None for p in message.parts)
         if not has_files:
-            return message
+            yield message
+            return
         agent = self._registry.get(caller.agent)
         modes = agent.input_modes if agent else ["text/plain"]
         if self._files is None:
             raise UnsupportedOperationError("This Runtime takes no files (it has no file store)")
-        return self._files.accept_inbound(caller.owner, context_id, message, modes)
+        stored = self._files.accept_inbound(caller.owner, context_id, message, modes)
+        try:
+            yield stored
+        except A2AError:
+            self._refused_files(stored)
+            raise
+
+    def _refused_files(self, message: Message) -> None:
+        # Issue 15: a refused request keeps nothing: the bucket's lifecycle expires files marked refused.
+        if self._files is not None:
+            self._files.refuse_inbound(message)
 
     # ================================================================== shared
     def _owned(self, owner: Owner, task_id: str) -> TaskRecord:

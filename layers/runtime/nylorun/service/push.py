@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -62,14 +63,21 @@ def sign(secrets: list[str], msg_id: str, timestamp: datetime, body: str) -> str
     return " ".join(Webhook(secret).sign(msg_id, timestamp, body) for secret in secrets)
 
 
+_DELAY_SECONDS = re.compile(r"[0-9]+")  # RFC 9110 §10.2.3: delay-seconds = 1*DIGIT, ASCII digits only
+_FOREVER = 10**12  # longer than any wait the queue keeps; int() of thousands of digits would raise
+
+
 def retry_after_seconds(value: str | None, now: float) -> int:
-    if not value:
+    """RFC 9110 §10.2.3 `Retry-After`: ASCII delay-seconds or an HTTP-date; anything else (`²`, `١٢`, a
+    malformed date) is a bad header, read as no wait asked for."""
+    value = (value or "").strip()
+    if _DELAY_SECONDS.fullmatch(value):
+        return int(value) if len(value) <= 12 else _FOREVER
+    if not value.isascii():
         return 0
-    if value.strip().isdigit():
-        return int(value.strip())
     try:
         return max(0, int(parsedate_to_datetime(value).timestamp() - now))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return 0
 
 

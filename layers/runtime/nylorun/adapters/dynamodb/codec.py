@@ -11,7 +11,7 @@ produces and reads it back through it, so both stores hand out the same values.
 from __future__ import annotations
 
 import base64
-import hashlib
+import hmac
 import json
 from decimal import Decimal
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from nylorun.adapters.dynamodb import layout
+from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.limits import stored_bytes
 from nylorun.ports import InvalidPageToken, JournalEntry, Owner, StoredPushConfig, TaskRecord
 from nylorun.profile.extensions import Interaction, PlanStep
@@ -211,18 +212,36 @@ def push_config(item: dict[str, Any]) -> StoredPushConfig:
 # ---------------------------------------------------------------- page tokens
 def fingerprint(bound: list[Any]) -> str:
     """What a page token is bound to: the whole query, its values included."""
-    return hashlib.sha256(json.dumps(bound, default=str).encode()).hexdigest()[:16]
+    # Keyed: the memory store's binds the subject itself, and a token's body can be read.
+    return RUNTIME_KEY.digest("page-query", json.dumps(bound, default=str))[:16]
+
+
+def seal(raw: Any) -> str:
+    """`raw` as a page token: its JSON, with a MAC under the Runtime's key, so a caller can neither make one up nor
+    edit one (issue 15), only hand back what it was given."""
+    body = base64.urlsafe_b64encode(json.dumps(raw, separators=(",", ":")).encode()).decode().rstrip("=")
+    return f"{body}.{RUNTIME_KEY.digest('page-token', body)[:32]}"
+
+
+def unseal(token: str) -> Any:
+    """What `seal` sealed; InvalidPageToken for anything this Runtime did not issue."""
+    body, _, mac = token.partition(".")
+    if not hmac.compare_digest(mac.encode(), RUNTIME_KEY.digest("page-token", body)[:32].encode()):
+        raise invalid_token()
+    try:
+        return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except ValueError:
+        raise invalid_token() from None
 
 
 def encode_token(key: Any, bound_to: str) -> str:
-    raw = json.dumps({"k": key, "f": bound_to}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return seal({"k": key, "f": bound_to})
 
 
 def decode_token(token: str, bound_to: str) -> Any:
     """The key a token resumes after; InvalidPageToken unless this Runtime issued it for this query."""
+    raw = unseal(token)
     try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         if raw["f"] != bound_to:
             raise ValueError("token for another query")
         return raw["k"]
