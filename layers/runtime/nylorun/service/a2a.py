@@ -490,7 +490,7 @@ class A2AService:
         stored = self._files.accept_inbound(caller.owner, context_id, message, modes)
         try:
             yield stored
-        except A2AError:
+        except A2AError:  # a refusal; an AWS error may come after the write took the files, so those stay
             self._refused_files(stored)
             raise
 
