@@ -223,3 +223,22 @@ def test_nylorun_serve_refuses_auth_none_off_loopback() -> None:
         pytest.fail("nylorun serve --auth none --host 0.0.0.0 started serving")
     # Then it exits 2 with the reason, having served nothing
     assert ran.returncode == 2 and "--allow-remote-without-auth" in ran.stderr, ran.stderr[-2000:]
+
+
+def test_a_made_up_push_config_page_token_is_refused(local_runtime: LocalRuntime) -> None:
+    url = local_runtime.agent_url("echo")
+    # Given two of alice's tasks, one with three push configs
+    tasks = [rpc(url, "SendMessage", {"message": user_message(t)})["result"]["task"]["id"] for t in ("a", "b")]
+    for n in range(3):
+        rpc(url, "CreateTaskPushNotificationConfig", {"taskId": tasks[0], "url": f"https://hooks.example.com/{n}"})
+    token = rpc(url, "ListTaskPushNotificationConfigs", {"taskId": tasks[0], "pageSize": 1})["result"]["nextPageToken"]
+    # When a caller makes one up (what a token used to be: base64 of "o:<offset>"), or moves one to another task
+    made_up = base64.urlsafe_b64encode(b"o:1").decode().rstrip("=")
+    answers = [
+        rpc(url, "ListTaskPushNotificationConfigs", {"taskId": task, "pageSize": 1, "pageToken": bad})
+        for task, bad in ((tasks[0], made_up), (tasks[0], "1"), (tasks[1], token))
+    ]
+    # Then each is refused; the token the Runtime issued still pages its own task
+    assert [error_code(a) for a in answers] == [-32602] * 3, answers
+    following = rpc(url, "ListTaskPushNotificationConfigs", {"taskId": tasks[0], "pageSize": 1, "pageToken": token})
+    assert len(following["result"]["configs"]) == 1, following

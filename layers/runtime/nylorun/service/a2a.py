@@ -4,8 +4,8 @@ authenticated as, and the Agent it called). It speaks to ports only; the JSON-RP
 
 from __future__ import annotations
 
-import base64
 import dataclasses
+import hmac
 import json
 import time
 import uuid
@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.domain.urls import PushUrlRejected, check_push_url
 from nylorun.engine.agent import AgentRegistry
@@ -427,10 +428,10 @@ class A2AService:
         self._require_push()
         self._owned(caller.owner, request.task_id)
         configs = [_redacted(c.config) for c in self._store.list_push_configs(request.task_id)]
-        start = _offset(request.page_token)
+        start = _offset(request.task_id, request.page_token)
         size = request.page_size or 50
         page = configs[start : start + size]
-        token = _offset_token(start + size) if start + size < len(configs) else None
+        token = _offset_token(request.task_id, start + size) if start + size < len(configs) else None
         return ListPushConfigsResponse(configs=page, next_page_token=token).wire()
 
     def delete_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:
@@ -582,14 +583,19 @@ def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
     )
 
 
-def _offset(token: str | None) -> int:
+def _offset(task_id: str, token: str | None) -> int:
+    """Where a push-config page starts; -32602 unless this Runtime issued the token for this task (issue 15)."""
     if not token:
         return 0
-    try:
-        return int(base64.urlsafe_b64decode(token.encode() + b"==").decode().removeprefix("o:"))
-    except ValueError:
-        raise InvalidParamsError("pageToken is not valid", field_violations=[("pageToken", "Not valid.")]) from None
+    offset, _, mac = token.partition(".")
+    if offset.isascii() and offset.isdigit() and hmac.compare_digest(mac, _offset_mac(task_id, offset)):
+        return int(offset)
+    raise InvalidParamsError("pageToken is not valid", field_violations=[("pageToken", "Not valid.")])
 
 
-def _offset_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+def _offset_token(task_id: str, offset: int) -> str:
+    return f"{offset}.{_offset_mac(task_id, str(offset))}"
+
+
+def _offset_mac(task_id: str, offset: str) -> str:
+    return RUNTIME_KEY.digest("config-page", f"{task_id}\n{offset}")[:32]
