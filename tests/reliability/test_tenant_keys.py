@@ -128,9 +128,10 @@ def test_bobs_key_does_not_verify_alices_deliveries(
             delivery = Delivery(event_id=f"e-{uuid.uuid4()}", task_id=task["id"], config_id=config,
                                 kind="statusUpdate", payload=payload, first_attempt_at=time.time())
             assert push.deliver(delivery, 1).outcome is Outcome.DELIVERED
-        # Then alice's key verifies it; bob's verifies it only when one secret signs for everyone (shared)
-        assert [r["verified"] for r in mine.requests] == [True]
-        assert [r["verified"] for r in bobs.requests] == [not isolated]
+        # Then alice's key verifies it; bob's verifies it only when one secret signs for everyone (shared). The
+        # Runtime's own push function may deliver the task's real updates to these configs too: same verdicts.
+        assert mine.requests and all(r["verified"] for r in mine.requests)
+        assert bobs.requests and all(r["verified"] is (not isolated) for r in bobs.requests)
     finally:
         mine.close()
         bobs.close()
