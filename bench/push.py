@@ -12,6 +12,7 @@ import http.server
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from nylorun.adapters.memory import InMemoryTaskStore
@@ -52,8 +53,11 @@ class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
 class _NoQueue:
     """A delivery that had to be retried or dead-lettered would be a failed measurement."""
 
-    def send_delivery(self, delivery: Delivery) -> None:
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
         raise RuntimeError("unexpected re-queue")
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
+        raise RuntimeError("unexpected fan-out")
 
     def dead_letter(self, delivery: Delivery, reason: str) -> None:
         raise RuntimeError(f"delivery dead-lettered: {reason}")

@@ -1,5 +1,7 @@
-"""push function: drains the push queue (SQS FIFO). An event from the bus fans out into one delivery per
-push config; a delivery is one signed POST, retried on its own with backoff for up to 24 hours."""
+"""push function: drains the push queue (SQS FIFO). An event from the bus moves into its task's own message group,
+then fans out into one delivery per push config; a delivery is one signed POST, retried on its own with backoff
+for up to 24 hours. Each batch stops before the function's time runs out (issue 15): what is left goes back to the
+queue as batch failures, to come back at once."""
 
 import json
 from typing import Any
@@ -19,22 +21,39 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 # are then applied), instead of failing the invocation. The FIFO processor takes no such argument.
 processor.raise_on_entire_batch_failure = False
 delays: dict[str, int] = {}  # message group → seconds its failed messages wait, in this invocation
+# Kept for what follows the last record (the batch answer, the visibility changes of failed groups).
+RESERVE_SECONDS = 2.0
+lambda_context: list[LambdaContext] = []  # this invocation's context, for each record's time check
 
 
 class RetryLater(Exception):
     """Keeps the delivery (and the later ones of its group, in order) for another attempt."""
 
 
+def seconds_left() -> float:
+    """What a record may still take: the invocation's remaining time less the reserve."""
+    return lambda_context[0].get_remaining_time_in_millis() / 1000 - RESERVE_SECONDS
+
+
 def record_handler(record: SQSRecord) -> None:
+    group = record.attributes.message_group_id or ""
     body = json.loads(record.body)
-    if "delivery" not in body:
-        runtime.push.fan_out(body)  # an EventBridge event
-        return
-    attempt = int(record.attributes.approximate_receive_count or 1)
-    result = runtime.push.deliver(Delivery(**body["delivery"]), attempt)
-    if result.outcome is Outcome.RETRY:
-        delays[record.attributes.message_group_id or ""] = result.delay_seconds
-        raise RetryLater(result.reason)
+    # A delivery may take push_timeout_seconds (its overall deadline); it starts only if that much is left, so
+    # a receiver is never cut short (and charged an attempt) because the batch ran out of time.
+    needed = runtime.settings.push_timeout_seconds if "delivery" in body else 1
+    if seconds_left() < needed:
+        delays[group] = 0  # back at once, in order (the rest of its group with it), for the next invocation
+        raise RetryLater("the invocation's time is nearly up")
+    if "fanOut" in body:
+        runtime.push.fan_out(body["fanOut"])  # in the task's own group
+    elif "delivery" in body:
+        attempt = int(record.attributes.approximate_receive_count or 1)
+        result = runtime.push.deliver(Delivery(**body["delivery"]), attempt)
+        if result.outcome is Outcome.RETRY:
+            delays[group] = result.delay_seconds
+            raise RetryLater(result.reason)
+    else:
+        runtime.push.hand_off(body)  # an EventBridge event, in the rule's one group
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -42,6 +61,7 @@ def record_handler(record: SQSRecord) -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     delays.clear()
+    lambda_context[:] = [context]
     response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
     hold_failed_groups(event, response, delays, runtime.push_queue.retry_later)
     return response

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ ACCOUNT = "123456789012"
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
 
 _handlers: dict[str, LambdaHandler] = {}
+_timeouts_ms: dict[str, int] = {}  # function name -> its Timeout
 _installed = threading.Lock()
 _shim_on = False
 
@@ -38,7 +40,7 @@ def free_port() -> int:
 class LambdaContext:
     """The parts of Lambda's context object Powertools reads."""
 
-    def __init__(self, name: str, timeout_ms: int = 300_000) -> None:
+    def __init__(self, name: str, timeout_ms: int | None = None) -> None:
         self.function_name = name
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
@@ -46,14 +48,17 @@ class LambdaContext:
         self.aws_request_id = str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{name}"
         self.log_stream_name = "local"
-        self._timeout_ms = timeout_ms
+        # Counts down from the function's Timeout (the template's, as registered), as Lambda's does.
+        self._ends = time.monotonic() + (timeout_ms or _timeouts_ms.get(name, 300_000)) / 1000
 
     def get_remaining_time_in_millis(self) -> int:
-        return self._timeout_ms
+        return max(0, int((self._ends - time.monotonic()) * 1000))
 
 
-def register_handler(function_name: str, handler: LambdaHandler) -> None:
+def register_handler(function_name: str, handler: LambdaHandler, timeout_seconds: int | None = None) -> None:
     _handlers[function_name] = handler
+    if timeout_seconds is not None:
+        _timeouts_ms[function_name] = timeout_seconds * 1000
 
 
 def invoke_registered(function_name: str, event: dict[str, Any]) -> tuple[Any, str | None]:

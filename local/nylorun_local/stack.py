@@ -68,6 +68,10 @@ def create_fifo_queue(client: Any, logical_id: str, dlq_logical_id: str, prefix:
     dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     props = template.properties(logical_id)
     redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": props["RedrivePolicy"]["maxReceiveCount"]}
+    # High-throughput FIFO, where the template asks for it (moto keeps the attributes).
+    throughput: dict[str, str] = {
+        name: str(props[name]) for name in ("DeduplicationScope", "FifoThroughputLimit") if name in props
+    }
     return str(
         client.create_queue(
             QueueName=f"{prefix}-{logical_id}.fifo",
@@ -76,6 +80,7 @@ def create_fifo_queue(client: Any, logical_id: str, dlq_logical_id: str, prefix:
                 "ContentBasedDeduplication": str(props["ContentBasedDeduplication"]).lower(),
                 "VisibilityTimeout": str(props["VisibilityTimeout"]),
                 "RedrivePolicy": json.dumps(redrive),
+                **throughput,
             },
         )["QueueUrl"]
     )
@@ -194,7 +199,7 @@ def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
     for logical_id, name in stack.function_names.items():
         module = load_handler(logical_id)
         attribute = template.properties(logical_id)["Handler"].split(".")[1]
-        register_handler(name, getattr(module, attribute))
+        register_handler(name, getattr(module, attribute), int(template.properties(logical_id).get("Timeout", 30)))
         modules[logical_id] = module
     return modules
 

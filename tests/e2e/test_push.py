@@ -9,7 +9,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -202,7 +202,10 @@ class _Queue:
     def __init__(self) -> None:
         self.dead: list[tuple[Delivery, str]] = []
 
-    def send_delivery(self, delivery: Delivery) -> None:  # pragma: no cover - fan-out not used here
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:  # pragma: no cover - fan-out not used here
+        raise AssertionError
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:  # pragma: no cover
         raise AssertionError
 
     def dead_letter(self, delivery: Delivery, reason: str) -> None:

@@ -10,6 +10,7 @@ Runtime's own functions alone. Sample ids are replaced by fresh ones, so each ru
 from __future__ import annotations
 
 import importlib.util
+import copy
 import json
 import threading
 import time
@@ -168,13 +169,24 @@ def test_push_sample_fans_an_eventbridge_event_out_to_the_tasks_push_configs(
                  {"taskId": task["id"], "url": "https://hooks.example.com/samples"}, token=ALICE)["result"]
     push = fresh_handler("push")
     sent: list[Any] = []
-    monkeypatch.setattr(push.runtime.push_queue, "send_delivery", sent.append)
+    moved: list[tuple[str, str, dict[str, Any]]] = []
+    monkeypatch.setattr(push.runtime.push_queue, "send_deliveries", sent.extend)
+    monkeypatch.setattr(push.runtime.push_queue, "send_fan_out", lambda *args: moved.append(args))
     # And the sample push-queue record: an EventBridge "Task Status Changed" (COMPLETED) about that task
     event = sample("push-sqs-eventbridge.json", task=task["id"], context=task["contextId"])
     bridge = json.loads(event["Records"][0]["body"])
 
-    # When the push handler runs it
+    # When the push handler runs it (from the rule's one message group)
     out = invoke(push, event)
+    # Then it moves the event into the task's own group, unchanged, and queues no delivery yet
+    assert out == {"batchItemFailures": []}
+    assert moved == [(task["id"], bridge["detail"]["eventId"], bridge)] and sent == []
+
+    # When that moved message comes back to the push handler
+    fan_out = copy.deepcopy(event)
+    fan_out["Records"][0]["body"] = json.dumps({"fanOut": bridge})
+    fan_out["Records"][0]["attributes"]["MessageGroupId"] = "fanout-task"
+    out = invoke(push, fan_out)
 
     # Then one delivery per config is queued: the event's status update, under the event's id
     assert out == {"batchItemFailures": []}

@@ -53,6 +53,8 @@ class Settings(BaseModel):
     runtime_key_arn: str | None = None
     push_queue_url: str = ""
     push_dlq_url: str = ""
+    # Issue 15: the overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
+    # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
     push_retry_base_seconds: int = Field(default=30, ge=1)
     push_retry_max_seconds: int = Field(default=3600, ge=1)
@@ -78,6 +80,11 @@ class Settings(BaseModel):
     # rebinding gets past the Content-Type rule, as the page is then "same-origin"). Callers that are not browsers
     # send no Origin.
     allowed_origins: list[str] = Field(default_factory=list)
+    # Issue 15: how many `url` file parts one message may carry (more: -32602, nothing written), and what the
+    # files fetched for one message may add up to (more: the turn fails naming the file). Each fetch has the
+    # same overall deadline as a push delivery (`push_timeout_seconds`: connect + send + read).
+    max_url_parts: int = Field(default=20, ge=0)
+    max_url_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     # What one task's history and artifacts may hold (nylorun.limits): at least one largest message and the
@@ -167,6 +174,8 @@ class Settings(BaseModel):
             "file_url_expiry_seconds": "NYLORUN_FILE_URL_EXPIRY_SECONDS",
             "fetch_allowed_hosts": "NYLORUN_FETCH_ALLOWED_HOSTS",
             "fetch_http_hosts": "NYLORUN_FETCH_HTTP_HOSTS",
+            "max_url_parts": "NYLORUN_MAX_URL_PARTS",
+            "max_url_bytes": "NYLORUN_MAX_URL_BYTES",
             "push_allowed_hosts": "NYLORUN_PUSH_ALLOWED_HOSTS",
             "push_http_hosts": "NYLORUN_PUSH_HTTP_HOSTS",
             "allowed_origins": "NYLORUN_ALLOWED_ORIGINS",

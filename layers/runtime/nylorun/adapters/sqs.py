@@ -3,9 +3,12 @@ and never hold up another context's."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from nylorun.ports import Delivery
 
 
 def hold_failed_groups(
@@ -52,12 +55,34 @@ class SqsPushQueue:
         self._url = queue_url
         self._dlq = dlq_url
 
-    def send_delivery(self, delivery: Any) -> None:
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        # SendMessageBatch takes at most 10 messages per call
+        # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html).
+        for start in range(0, len(deliveries), 10):
+            chunk = deliveries[start : start + 10]
+            answer = self._sqs.send_message_batch(
+                QueueUrl=self._url,
+                Entries=[
+                    {
+                        "Id": str(i),
+                        "MessageBody": json.dumps({"delivery": json.loads(d.to_json())}),
+                        "MessageGroupId": d.group,
+                        "MessageDeduplicationId": d.webhook_id,
+                    }
+                    for i, d in enumerate(chunk)
+                ],
+            )
+            if answer.get("Failed"):
+                # A partial failure: the whole fan-out is retried; the deliveries already queued are dropped
+                # by SQS as duplicates (same deduplication id within 5 minutes).
+                raise RuntimeError(f"SendMessageBatch refused {len(answer['Failed'])} deliveries: {answer['Failed'][0]}")
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
         self._sqs.send_message(
             QueueUrl=self._url,
-            MessageBody=json.dumps({"delivery": json.loads(delivery.to_json())}),
-            MessageGroupId=delivery.group,
-            MessageDeduplicationId=delivery.webhook_id,
+            MessageBody=json.dumps({"fanOut": event}),
+            MessageGroupId="fanout-" + hashlib.sha256(task_id.encode()).hexdigest(),
+            MessageDeduplicationId=f"fanout-{event_id}",
         )
 
     def dead_letter(self, delivery: Any, reason: str) -> None:

@@ -1,17 +1,23 @@
 """HTTP to callers' URLs (push deliveries, and fetching callers' `url` files), safely: resolve the host, refuse non-public addresses unless allowed, and connect
 to the very address that was checked (no second DNS lookup, so no rebinding window). TLS still verifies the
 certificate against the host name. Redirects are never followed.
+
+Issue 15: every request has one overall deadline (connect + send + read). Socket timeouts alone bound each
+read, so a peer dripping one byte at a time could hold a request (and the function running it) for ever; at the
+deadline a watchdog shuts the socket down, which ends whatever read or write is blocked on it.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import urllib3
+import urllib3.connection
 
 from nylorun.domain.urls import public_address
 from nylorun.ports import AddressRefused, Fetcher, FileTooLarge, HttpResult, Sender
@@ -36,7 +42,7 @@ class WebhookSender:
         private_hosts: frozenset[str] = frozenset(),
         resolver: Resolver = system_resolver,
     ) -> None:
-        self._timeout = urllib3.Timeout(connect=min(5.0, timeout_seconds), read=timeout_seconds)
+        self._timeout = float(timeout_seconds)  # the overall deadline of one request
         self._allow_loopback = allow_loopback
         self._private_hosts = private_hosts
         self._resolve = resolver
@@ -54,8 +60,9 @@ class WebhookSender:
                 return address
         raise AddressRefused(f"{host} resolves only to non-public addresses")
 
-    def _connect(self, url: str) -> tuple[Any, str, str]:
-        """A connection pool to the checked address of `url`'s host, its request path, and its Host header."""
+    def _connect(self, url: str, seconds: float) -> tuple[Any, str, str]:
+        """A connection to the checked address of `url`'s host (not yet open), its request path, and its Host
+        header. No single socket wait outlasts `seconds`."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         secure = parts.scheme == "https"
@@ -64,40 +71,56 @@ class WebhookSender:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         default_port = (secure and port == 443) or (not secure and port == 80)
         host_header = (f"[{host}]" if ":" in host else host) + ("" if default_port else f":{port}")
-        pool: Any
+        connection: Any
         if secure:
-            pool = urllib3.HTTPSConnectionPool(
-                address, port, timeout=self._timeout, retries=False, server_hostname=host, assert_hostname=host
+            connection = urllib3.connection.HTTPSConnection(
+                address, port, timeout=seconds, server_hostname=host, assert_hostname=host
             )
         else:
-            pool = urllib3.HTTPConnectionPool(address, port, timeout=self._timeout, retries=False)
-        return pool, path, host_header
+            connection = urllib3.connection.HTTPConnection(address, port, timeout=seconds)
+        return connection, path, host_header
+
+    @contextmanager
+    def _request(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Iterator[Any]:
+        """The response to one request (redirects not followed), all of it within this sender's timeout. Past
+        it, whatever is blocked raises TimeoutError."""
+        budget = self._timeout
+        connection, path, host_header = self._connect(url, budget)
+        expired = threading.Event()
+
+        def cut() -> None:
+            expired.set()
+            sock = connection.sock
+            if sock is not None:
+                with suppress(OSError):  # already closed
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(budget, cut)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            connection.request(method, path, body=body, headers={**headers, "Host": host_header}, preload_content=False)
+            response = connection.getresponse()
+            yield response
+            # A cut socket reads as the end of the body: a body without a Content-Length would look complete.
+            if expired.is_set():
+                raise TimeoutError(f"no complete answer within {budget:g} s")
+        except Exception as exc:
+            if expired.is_set() and not isinstance(exc, TimeoutError):
+                raise TimeoutError(f"no complete answer within {budget:g} s") from exc
+            raise
+        finally:
+            watchdog.cancel()
+            connection.close()
 
     def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
-        pool, path, host_header = self._connect(url)
-        try:
-            response = pool.urlopen(
-                "POST",
-                path,
-                body=body,
-                headers={**headers, "Host": host_header},
-                redirect=False,  # a redirect could point anywhere, private addresses included
-                retries=False,
-                preload_content=False,
-            )
-            response.read(64 * 1024)  # the answer's body is not used; read a little so the connection closes
-            response.release_conn()
+        with self._request("POST", url, body, headers) as response:
+            # The answer's body is not used (the connection is closed, not reused): the status and headers are it.
             return HttpResult(status=response.status, headers={k.lower(): v for k, v in response.headers.items()})
-        finally:
-            pool.close()
 
     def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
-        """GET a caller's file with the same address checks; refuses bodies over `max_bytes`."""
-        pool, path, host_header = self._connect(url)
-        try:
-            response = pool.urlopen(
-                "GET", path, headers={"Host": host_header}, redirect=False, retries=False, preload_content=False
-            )
+        """GET a caller's file with the same address checks and deadline; refuses bodies over `max_bytes`."""
+        with self._request("GET", url, None, {}) as response:
             if response.status != 200:
                 raise ConnectionError(f"HTTP {response.status}")
             declared = response.headers.get("content-length")
@@ -106,9 +129,7 @@ class WebhookSender:
             data = response.read(max_bytes + 1)
             if len(data) > max_bytes:
                 raise FileTooLarge(str(len(data)))
-            return data, response.headers.get("content-type")
-        finally:
-            pool.close()
+            return bytes(data), response.headers.get("content-type")
 
 
 if TYPE_CHECKING:  # mypy fails here when a port changes and this adapter does not follow

@@ -80,6 +80,13 @@ class FileService:
         anything is written (bad input changes nothing), then stores the files."""
         checked: list[tuple[int, Part, bytes | None]] = []
         data: bytes | None
+        urls = sum(1 for p in message.parts if p.url is not None and not p.url.startswith(REF))
+        if urls > self._settings.max_url_parts:
+            # Issue 15: each url part is one fetch by the turn; the count bounds the work one message can ask for.
+            raise InvalidParamsError(
+                f"Too many url file parts: {urls}; the limit is {self._settings.max_url_parts} per message",
+                field_violations=[("message.parts", "Too many url file parts.")],
+            )
         for index, part in enumerate(message.parts):
             if part.raw is None and part.url is None:
                 continue
@@ -146,9 +153,10 @@ class FileService:
 
     # ------------------------------------------------------------------ inbound (turn)
     def handles(self, message: Message, fetch: Any) -> list[FileHandle]:
-        """The files of a caller's message. External url parts are fetched once (`fetch(index, part)` runs
-        the fetch as a journaled effect) and kept in the bucket."""
+        """The files of a caller's message. External url parts are fetched once (`fetch(index, part, max_bytes)`
+        runs the fetch as a journaled effect) and kept in the bucket, all of them together at most `max_url_bytes`."""
         handles: list[FileHandle] = []
+        budget = self._settings.max_url_bytes  # Issue 15: what all the url files of one message may add up to
         for index, part in enumerate(message.parts):
             if part.url is None:
                 continue
@@ -161,21 +169,32 @@ class FileService:
                                str(info.get("sha256", "")), key, version, self._store)
                 )
                 continue
-            stored = fetch(index, part)
+            if budget <= 0:
+                raise FileFetchFailed(name, f"the message's url files exceed {self._settings.max_url_bytes} bytes in all")
+            stored = fetch(index, part, min(budget, self._settings.max_file_bytes_in))
+            budget -= int(stored["size"])
             handles.append(
                 FileHandle(name, str(stored["mediaType"]), int(stored["size"]), str(stored["sha256"]),
                            str(stored["key"]), str(stored["versionId"]), self._store)
             )
         return handles
 
-    def fetch(self, owner: Owner, context_id: str, message_id: str, index: int, part: Part) -> dict[str, Any]:
+    def fetch(
+        self, owner: Owner, context_id: str, message_id: str, index: int, part: Part, max_bytes: int | None = None
+    ) -> dict[str, Any]:
+        """Fetch one url file (at most `max_bytes`, else the per-file limit) and keep it in the bucket."""
         name = part.filename or posixpath.basename(urlsplit(part.url or "").path) or f"file-{index}"
+        limit = self._settings.max_file_bytes_in if max_bytes is None else max_bytes
         if self._fetcher is None:
             raise FileFetchFailed(name, "this Runtime does not fetch files")
         try:
-            data, served_type = self._fetcher.get(part.url or "", self._settings.max_file_bytes_in)
+            data, served_type = self._fetcher.get(part.url or "", limit)
         except FileTooLarge:
-            raise FileFetchFailed(name, f"larger than {self._settings.max_file_bytes_in} bytes") from None
+            if limit < self._settings.max_file_bytes_in:
+                raise FileFetchFailed(
+                    name, f"the message's url files exceed {self._settings.max_url_bytes} bytes in all"
+                ) from None
+            raise FileFetchFailed(name, f"larger than {limit} bytes") from None
         except Exception as exc:  # noqa: BLE001 - refused address, network error, HTTP error: the turn fails, says which file
             raise FileFetchFailed(name, str(exc) or type(exc).__name__) from None
         media_type = part.media_type or served_type or "application/octet-stream"

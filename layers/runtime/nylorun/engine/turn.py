@@ -201,9 +201,10 @@ class Turn:
             files = self._require_files()
             owner, context_id, message_id = self._record.owner, self.context_id, self._message.message_id
 
-            def fetch(index: int, part: Part) -> Any:
+            def fetch(index: int, part: Part, max_bytes: int) -> Any:
                 return self.effect(
-                    f"files.fetch.{index}", lambda key: files.fetch(owner, context_id, message_id, index, part),
+                    f"files.fetch.{index}",
+                    lambda key: files.fetch(owner, context_id, message_id, index, part, max_bytes),
                     idempotent=True,
                 )
 

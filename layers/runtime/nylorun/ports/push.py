@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -46,11 +47,20 @@ class Delivery:
 
 
 class Sender(Protocol):
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult: ...
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+        """One POST, all of it (connect, send, read) within the sender's deadline, else TimeoutError."""
+        ...
 
 
 class DeliveryQueue(Protocol):
-    def send_delivery(self, delivery: Delivery) -> None: ...
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        """Queue each delivery in its own group (task + config), several per call."""
+        ...
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
+        """Queue an event's fan-out in its task's own group: one task's events keep their order, and a task
+        with many configs holds up only its own."""
+        ...
 
     def dead_letter(self, delivery: Delivery, reason: str) -> None: ...
 

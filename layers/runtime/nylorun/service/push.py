@@ -1,8 +1,12 @@
 """Push notifications (docs/protocol.md §8; Profile v2, docs/profile.md §5: "delivered at least once, signed
 with Standard Webhooks, to hosts the Runtime allows. Retries last up to 24 hours").
 
-Two steps, one queue (SQS FIFO):
-* fan-out: a Runtime event (status change, artifact) becomes one delivery per push config of its task;
+Three steps, one queue (SQS FIFO):
+* hand-off: the bus puts every event in one message group (an EventBridge SQS target takes a fixed
+  MessageGroupId); an event whose task has push configs is moved at once into its task's own group, one
+  message, so a task with many configs never holds up another task's events (issue 15);
+* fan-out, in the task's group (its events keep their order): one delivery per push config, queued ten per
+  SQS call;
 * deliver: one POST of one A2A StreamResponse to one config. Each delivery has its own message group
   (task + config), so a dead endpoint holds up only its own later deliveries (kept in order), never
   another endpoint's. Retries back off with jitter (honouring Retry-After) until `push_max_age_seconds`
@@ -100,22 +104,39 @@ class PushService:
         self._keys = PushSigningKeys(secrets, settings.push_signing)
         self._now = clock
 
-    # ------------------------------------------------------------------ fan-out
-    def fan_out(self, event: dict[str, Any]) -> int:
+    # ------------------------------------------------------------------ hand-off and fan-out
+    @staticmethod
+    def _pushed(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The StreamResponse member an event pushes and its payload, or None for events nobody is pushed."""
         detail_type, detail = event.get("detail-type"), event.get("detail") or {}
         if detail_type == STATUS_CHANGED:
             if detail.get("state") == TaskState.SUBMITTED.value:
-                return 0  # the creator already has the task from its SendMessage answer
-            kind, payload = "statusUpdate", detail["statusUpdate"]
-        elif detail_type == ARTIFACT_UPDATED:
-            kind, payload = "artifactUpdate", detail["artifactUpdate"]
-        else:
+                return None  # the creator already has the task from its SendMessage answer
+            return "statusUpdate", detail["statusUpdate"]
+        if detail_type == ARTIFACT_UPDATED:
+            return "artifactUpdate", detail["artifactUpdate"]
+        return None
+
+    def hand_off(self, event: dict[str, Any]) -> bool:
+        """Move an event from the bus's shared message group into its task's own group, when it has anything
+        to fan out to. True when it was moved."""
+        detail = event.get("detail") or {}
+        if self._pushed(event) is None or not self._store.list_push_configs(str(detail["taskId"])):
+            return False
+        self._queue.send_fan_out(str(detail["taskId"]), str(detail["eventId"]), event)
+        return True
+
+    def fan_out(self, event: dict[str, Any]) -> int:
+        pushed = self._pushed(event)
+        if pushed is None:
             return 0
+        kind, payload = pushed
+        detail_type, detail = event.get("detail-type"), event["detail"]
         task_id = str(detail["taskId"])
         configs = self._store.list_push_configs(task_id)
         now = self._now()
-        for stored in configs:
-            self._queue.send_delivery(
+        self._queue.send_deliveries(
+            [
                 Delivery(
                     event_id=str(detail["eventId"]),
                     task_id=task_id,
@@ -124,7 +145,9 @@ class PushService:
                     payload=payload,
                     first_attempt_at=now,
                 )
-            )
+                for stored in configs
+            ]
+        )
         if detail_type == STATUS_CHANGED and TaskState(detail["state"]).terminal:
             # A config lives as long as its task: once the task has ended, it expires after the retention.
             self._store.expire_push_configs(task_id, int(now) + self._settings.push_config_retention_seconds)
@@ -132,6 +155,7 @@ class PushService:
 
     # ------------------------------------------------------------------ deliver
     def deliver(self, delivery: Delivery, attempt: int) -> Result:
+        """One attempt: one POST, all of it (connect, send, read) within `push_timeout_seconds`."""
         stored = self._store.get_push_config(delivery.task_id, delivery.config_id)
         if stored is None:
             return Result(Outcome.DROPPED, reason="config deleted")

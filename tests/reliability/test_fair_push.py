@@ -1,0 +1,293 @@
+"""Issue 15, fair and bounded delivery: the attacks of the issue, each refused or bounded.
+
+* "One caller can stall push for everyone": one task's fan-out that cannot finish no longer holds up another
+  subject's deliveries (the bus's one message group is left at once, each task fans out in its own).
+* "A push batch can outlive its function": a batch stops before the function's time is up and hands the rest
+  back; a receiver dripping one byte at a time is cut at the request's overall deadline (push and url files).
+* 3,000 url parts in one message: refused before anything is written; the url files of one message are
+  fetched up to a total size only.
+
+Numbers are small (1-4 s deadlines) so the suite stays fast; the only time assertions are upper bounds
+("ended before the deadline plus slack"). Each test fails on the code before issue 15 (noted per test).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from nylorun.adapters.sqs import SqsPushQueue
+from nylorun.adapters.webhooks import WebhookSender
+from nylorun.domain.ids import Owner
+from nylorun.engine.files import FileFetchFailed, FileService
+from nylorun.ports import StoredObject, StoredPushConfig
+from nylorun.protocol.models import Message, Part, TaskPushNotificationConfig, now_timestamp
+from nylorun.service.push import Delivery
+from nylorun.settings import Settings
+from nylorun_local.aws import LambdaContext
+from nylorun_local.runtime import LocalRuntime
+from reliability_kit import ALICE, BOB, Receiver, rpc, user_message
+
+SLACK = 1.5  # seconds a bounded operation may overrun its deadline (thread start, scheduling on a busy machine)
+
+
+# ---------------------------------------------------------------- peers that hold a connection
+class SlowPeer:
+    """A TCP server on loopback that reads each request, then answers as told: `drip` sends an HTTP answer one
+    byte every `every` seconds (for at most `most` seconds, so code without a deadline still ends), `silent`
+    never answers (until closed)."""
+
+    def __init__(self, mode: str, every: float = 0.2, most: float = 12.0) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self._mode, self._every, self._most = mode, every, most
+        self._closed = threading.Event()
+        self.connections = 0
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}/hook"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            if self._mode == "silent":
+                self._closed.wait(self._most)
+                return
+            answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Drip: " + b"a" * 60 + b"\r\n\r\nok"
+            started = time.monotonic()
+            for byte in answer:
+                if self._closed.is_set() or time.monotonic() - started > self._most:
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return  # the client gave up
+                time.sleep(self._every)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._server.close()
+
+
+@pytest.fixture()
+def peers() -> Iterator[list[SlowPeer]]:
+    made: list[SlowPeer] = []
+    yield made
+    for peer in made:
+        peer.close()
+
+
+# ---------------------------------------------------------------- the drip receiver
+@pytest.mark.parametrize("method", ["post", "get"])
+def test_a_peer_dripping_one_byte_at_a_time_is_cut_at_the_overall_deadline(method: str, peers: list[SlowPeer]) -> None:
+    # Given a peer that answers one byte every 0.2 s (each read is quick: per-socket timeouts never fire), and
+    # the sender pushes and fetches with a 1 s deadline
+    peer = SlowPeer("drip")
+    peers.append(peer)
+    sender = WebhookSender(timeout_seconds=1, allow_loopback=True)
+    # When a delivery is posted to it, or a url file fetched from it
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        if method == "post":
+            sender.post(peer.url, b"{}", {"Content-Type": "application/json"})
+        else:
+            sender.get(peer.url, 1024)
+    # Then the request ends at its deadline, not when the peer stops dripping (~13 s: before issue 15 it
+    # returned 200 then)
+    assert time.monotonic() - started < 1 + SLACK
+
+
+# ---------------------------------------------------------------- a batch outliving its function
+def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_back(
+    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given ten deliveries, each to its own config at a receiver that accepts and never answers, a 1 s delivery
+    # deadline, and a push function with 5 s left in this invocation
+    function = local_runtime._functions["PushFunction"]
+    runtime = function.runtime
+    monkeypatch.setattr(runtime.settings, "push_timeout_seconds", 1)
+    monkeypatch.setattr(runtime.http, "_timeout", 1.0)
+    peer = SlowPeer("silent", most=30)
+    peers.append(peer)
+    task_id = f"batch-{uuid.uuid4()}"
+    records = []
+    for n in range(10):
+        config = TaskPushNotificationConfig(id=f"c{n}", task_id=task_id, url=peer.url)
+        runtime.store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp()))
+        delivery = Delivery(
+            event_id="e1", task_id=task_id, config_id=f"c{n}", kind="statusUpdate",
+            payload={"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}},
+            first_attempt_at=time.time(),
+        )  # fmt: skip
+        records.append(_record(f"m{n}", {"delivery": json.loads(delivery.to_json())}, delivery.group))
+    held: list[tuple[str, int]] = []
+    monkeypatch.setattr(runtime.push_queue, "retry_later", lambda handle, seconds: held.append((handle, seconds)))
+
+    # When the batch runs
+    started = time.monotonic()
+    answer = function.handler({"Records": records}, LambdaContext("push", timeout_ms=5000))
+    elapsed = time.monotonic() - started
+
+    # Then it ended before the function's 5 s (before issue 15: ten 1 s timeouts, 10 s, past its timeout)
+    assert elapsed < 5, elapsed
+    # And every delivery is in the answer's failures: the ones tried, to be retried later; the ones it had no
+    # time for, back on the queue at once (visibility 0) for the next invocation
+    assert sorted(f["itemIdentifier"] for f in answer["batchItemFailures"]) == sorted(r["messageId"] for r in records)
+    untried = [seconds for _, seconds in held if seconds == 0]
+    assert peer.connections + len(untried) == 10 and untried, (peer.connections, held)
+
+
+def _record(message_id: str, body: dict[str, Any], group: str) -> dict[str, Any]:
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"rh-{message_id}",
+        "body": json.dumps(body),
+        "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": group, "SentTimestamp": "0"},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:push.fifo",
+        "awsRegion": "us-east-1",
+    }
+
+
+# ---------------------------------------------------------------- one caller stalling push for everyone
+def test_a_fan_out_that_cannot_finish_holds_up_only_its_own_task(
+    local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given alice's task, whose fan-out fails every time (SQS refuses its deliveries: on AWS, a fan-out past the
+    # function's timeout), and bob's push receiver
+    secret = str(local_runtime.options.push_secret)
+    alice_hook, bob_hook = Receiver(secret), Receiver(secret)
+    sqs = local_runtime._functions["PushFunction"].runtime.push_queue._sqs
+    alice_config = f"alice-stall-{uuid.uuid4()}"
+    refused: list[str] = []
+
+    def refusing(call: Any) -> Any:
+        def wrapped(**kwargs: Any) -> Any:
+            bodies = [kwargs.get("MessageBody", "")] + [e["MessageBody"] for e in kwargs.get("Entries", [])]
+            if any('"delivery"' in body and alice_config in body for body in bodies):
+                refused.append(alice_config)
+                raise ConnectionError("SQS is throttling this fan-out")
+            return call(**kwargs)
+
+        return wrapped
+
+    for name in ("send_message", "send_message_batch"):
+        monkeypatch.setattr(sqs, name, refusing(getattr(sqs, name)))
+    try:
+        url = local_runtime.agent_url("echo")
+        alice = {"id": alice_config, "url": alice_hook.url}
+        params = {"message": user_message("alice"), "configuration": {"taskPushNotificationConfig": alice}}
+        rpc(url, "SendMessage", params, token=ALICE)
+        deadline = time.monotonic() + 20
+        while not refused and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert refused, "alice's fan-out was tried"
+
+        # When bob's task runs, with its own push config
+        bob = {"id": "bob-cfg", "url": bob_hook.url}
+        params = {"message": user_message("bob"), "configuration": {"taskPushNotificationConfig": bob}}
+        bob_task = rpc(url, "SendMessage", params, token=BOB)["result"]["task"]
+
+        # Then bob's receiver gets its updates while alice's fan-out still fails (before issue 15 both events
+        # shared one message group: bob's waited behind alice's for the queue's visibility timeout, 360 s)
+        got = bob_hook.wait(2, timeout=20)
+        assert [r["body"]["statusUpdate"]["taskId"] for r in got[:2]] == [bob_task["id"]] * 2
+        assert all(r["verified"] for r in got)
+        assert alice_hook.requests == []
+    finally:
+        alice_hook.close()
+        bob_hook.close()
+
+
+def test_a_fan_out_queues_its_deliveries_ten_per_call_each_in_its_own_group() -> None:
+    # Given 25 deliveries of one event
+    calls: list[dict[str, Any]] = []
+
+    class Sqs:
+        def send_message_batch(self, **kwargs: Any) -> dict[str, Any]:
+            calls.append(kwargs)
+            return {"Successful": [{"Id": e["Id"]} for e in kwargs["Entries"]]}
+
+    deliveries = [
+        Delivery(event_id="e1", task_id="t1", config_id=f"c{n}", kind="statusUpdate", payload={}, first_attempt_at=0)
+        for n in range(25)
+    ]
+    # When they are queued
+    SqsPushQueue(Sqs(), "queue", "dlq").send_deliveries(deliveries)
+    # Then three SendMessageBatch calls carry them (10, 10, 5), each in the group of its config
+    assert [len(c["Entries"]) for c in calls] == [10, 10, 5]
+    entries = [e for c in calls for e in c["Entries"]]
+    assert [e["MessageGroupId"] for e in entries] == [d.group for d in deliveries]
+    assert len({e["MessageGroupId"] for e in entries}) == 25
+
+
+# ---------------------------------------------------------------- url parts
+def test_a_message_with_3000_url_parts_is_refused_and_nothing_is_written(local_runtime: LocalRuntime) -> None:
+    # Given a message carrying 3,000 url file parts (each one a fetch of up to 10 MiB by the turn)
+    parts = [{"url": f"https://files.example.com/{n}.txt", "mediaType": "text/plain"} for n in range(3000)]
+    message = {**user_message("read these"), "parts": [{"text": "read these"}, *parts]}
+    before = rpc(local_runtime.agent_url("echo"), "ListTasks", {}, token=BOB)["result"]["totalSize"]
+    # When it is sent
+    answer = rpc(local_runtime.agent_url("echo"), "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}, token=BOB)
+    # Then it is refused, naming the limit (before issue 15 a task was made, to fetch all 3,000)
+    assert answer.get("error", {}).get("code") == -32602, answer
+    assert "url file parts" in answer["error"]["message"] and str(local_runtime.runtime.settings.max_url_parts) in answer["error"]["message"]
+    # And no task was made
+    assert rpc(local_runtime.agent_url("echo"), "ListTasks", {}, token=BOB)["result"]["totalSize"] == before
+
+
+class _Files:
+    """A fetcher serving `size` bytes for any url, and a bucket in memory."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.fetched: list[tuple[str, int]] = []
+        self.kept: dict[str, bytes] = {}
+
+    def get(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
+        from nylorun.ports import FileTooLarge
+
+        self.fetched.append((url, max_bytes))
+        if self.size > max_bytes:
+            raise FileTooLarge(str(self.size))
+        return b"x" * self.size, "text/plain"
+
+    def put(self, key: str, data: bytes, media_type: str) -> StoredObject:
+        self.kept[key] = data
+        return StoredObject(key=key, version_id="v1", size=len(data), sha256="")
+
+
+def test_the_url_files_of_one_message_are_fetched_up_to_their_total_only() -> None:
+    # Given a Runtime whose url files may add up to 25 bytes per message, and a message with five 10-byte files
+    files = _Files(size=10)
+    settings = Settings(max_url_bytes=25, max_file_bytes_in=10)
+    service = FileService(files, settings, files)  # type: ignore[arg-type]
+    parts = [Part(url=f"https://files.example.com/{n}.txt", media_type="text/plain") for n in range(5)]
+    message = Message(message_id="m1", role="ROLE_USER", parts=parts)
+
+    def fetch(index: int, part: Part, max_bytes: int) -> Any:
+        return service.fetch(Owner("alice", "echo"), "ctx", "m1", index, part, max_bytes)
+
+    # When the turn reads its files
+    with pytest.raises(FileFetchFailed) as failed:
+        service.handles(message, fetch)
+    # Then the third file is fetched with only the 5 bytes left, is refused naming the total, and the rest are
+    # never fetched (before issue 15 all five were fetched and kept)
+    assert [limit for _, limit in files.fetched] == [10, 10, 5]
+    assert "25 bytes in all" in failed.value.reason
+    assert len(files.kept) == 2
