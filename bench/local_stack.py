@@ -33,6 +33,7 @@ from nylorun.wiring import Runtime
 from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 TOKEN = "bench-token"
+OTHER_TOKEN = "bench-other-token"  # a second subject (figure 6: fair push)
 SKILLS = [Skill(id="bench", name="Bench", description="Benchmark agent.", tags=["bench"])]
 SERVICES = ("dynamodb", "stepfunctions", "sqs", "events", "lambda")
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
@@ -107,7 +108,7 @@ class Bench:
     def __init__(self) -> None:
         self.counter = CallCounter()
         self.local = LocalRuntime(
-            LocalOptions(port=0, auth="dev", dev_tokens={TOKEN: "bench"}, a2a_wait_ms=20_000)
+            LocalOptions(port=0, auth="dev", dev_tokens={TOKEN: "bench", OTHER_TOKEN: "bench-other"}, a2a_wait_ms=20_000)
         )
         self._names: dict[str, str] = {}  # Lambda function name -> short name
         self._http = httpx.Client(timeout=60)
@@ -136,9 +137,9 @@ class Bench:
 
     # ------------------------------------------------------------ calls
     def rpc(
-        self, agent: str, method: str, params: dict[str, Any], extensions: bool = False
+        self, agent: str, method: str, params: dict[str, Any], extensions: bool = False, token: str = TOKEN
     ) -> dict[str, Any]:
-        headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {TOKEN}"}
+        headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
         if extensions:
             headers["A2A-Extensions"] = INTERACTIONS
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}

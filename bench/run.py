@@ -18,12 +18,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
-from bench import cold_start, mangum_path, protocol, push
+from bench import cold_start, fairness, mangum_path, protocol, push
 from bench.load import LoadSettings, choose_generator
 from bench.local_stack import Bench, aws_calls, queue_handoff
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-FIGURES = ("protocol", "mangum", "cold_start", "push_deliveries", "aws_calls", "queue_handoff")
+FIGURES = ("protocol", "mangum", "cold_start", "push_deliveries", "aws_calls", "queue_handoff", "push_fairness")
 T = TypeVar("T")
 
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         results["cold_start"] = _timed("3. cold start (fresh processes)", lambda: cold_start.run(args.repeats))
     if "push_deliveries" in only:
         results["push_deliveries"] = _timed("5b. push deliveries (in-process)", push.run)
-    if only & {"aws_calls", "queue_handoff"}:
+    if only & {"aws_calls", "queue_handoff", "push_fairness"}:
         bench = Bench()
         with _quiet_stdout(), bench.running():
             if "aws_calls" in only:
@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if "queue_handoff" in only:
                 results["queue_handoff"] = _timed("5a. queue handoff (local Runtime)", lambda: queue_handoff(bench))
+            if "push_fairness" in only:
+                results["push_fairness"] = _timed(
+                    "6. fair push: 1,000 configs on one task (local Runtime)", lambda: fairness.push_fairness(bench)
+                )
     results["targets"] = targets(results)
     results["meta"]["wall_seconds"] = round(time.monotonic() - started, 1)
     results["meta"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -131,6 +135,9 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
     if "baseline" in api:
         found["api_cold_import_vs_baseline"] = api["baseline"]
         found["api_forbidden_packages"] = api["forbidden_packages"]
+    if "push_fairness" in results:
+        fair = results["push_fairness"]
+        found["other_push_latency_vs_baseline"] = {k: fair[k] for k in ("ratio", "target", "met")}
     return found
 
 
@@ -150,7 +157,8 @@ def render(results: dict[str, Any]) -> str:
     ]
     sections = (
         ("protocol", _protocol), ("mangum", _mangum), ("cold_start", _cold_start), ("aws_calls", _aws_calls),
-        ("queue_handoff", _handoff), ("push_deliveries", _pushed), ("targets", _targets),
+        ("queue_handoff", _handoff), ("push_deliveries", _pushed), ("push_fairness", _fairness),
+        ("targets", _targets),
     )  # fmt: skip
     for key, section in sections:
         if results.get(key):  # a figure this run did not measure is left out
@@ -261,6 +269,19 @@ def _pushed(results: dict[str, Any]) -> list[str]:
     return [f"   Push deliveries to a local receiver: {pushed['deliveries_per_second']:.0f}/s (one instance, in-process)"]
 
 
+def _fairness(results: dict[str, Any]) -> list[str]:
+    fair = results["push_fairness"]
+    return [
+        "",
+        (
+            f"6. Fair push (local Runtime): another subject's delivery {fair['under_load_median_ms']:.0f} ms while one "
+            f"task's {fair['configs']} configs are pushed, against {fair['baseline_median_ms']:.0f} ms alone: "
+            f"{fair['ratio']:.2f}x (runs {fair['under_load_ms']} / {fair['baseline_ms']})"
+        ),
+        f"   the {fair['configs']} deliveries took {fair['fan_out_delivered_seconds']} s",
+    ]
+
+
 def _targets(results: dict[str, Any]) -> list[str]:
     found = results["targets"]
     lines = ["", "Targets (issue 13, item 8)"]
@@ -275,6 +296,12 @@ def _targets(results: dict[str, Any]) -> list[str]:
         )
         f = found["api_forbidden_packages"]
         lines.append(f"   {'api_forbidden_packages':<30} {f['loaded'] or 'none'}: {_verdict(f['ok'])}")
+    if "other_push_latency_vs_baseline" in found:
+        t = found["other_push_latency_vs_baseline"]
+        lines.append(
+            f"   {'other_push_latency_vs_baseline':<30} {t['ratio']:>6.2f}  (at most {t['target']}, issue 15): "
+            f"{_verdict(t['met'])}"
+        )
     return lines
 
 

@@ -44,8 +44,11 @@ def record_handler(record: SQSRecord) -> None:
     if seconds_left() < needed:
         delays[group] = 0  # back at once, in order (the rest of its group with it), for the next invocation
         raise RetryLater("the invocation's time is nearly up")
-    if "fanOut" in body:
-        runtime.push.fan_out(body["fanOut"])  # in the task's own group
+    if "fanOut" in body:  # in the task's own group
+        resumed = int(record.attributes.approximate_receive_count or 1) > 1
+        if not runtime.push.fan_out(body["fanOut"], resumed=resumed).done:
+            delays[group] = 0  # the next step, after the deliveries queued meanwhile (its task's events wait)
+            raise RetryLater("fan-out continues")
     elif "delivery" in body:
         attempt = int(record.attributes.approximate_receive_count or 1)
         result = runtime.push.deliver(Delivery(**body["delivery"]), attempt)

@@ -5,7 +5,7 @@ may still be running in the background while a later test sends its bad input. S
 item of the agents under test, plus every item it cannot attribute to an agent (when in doubt, compare
 it), and leaves out only items that positively belong to another agent. Keys (see adapters/dynamodb.py):
 CTX#<agent>#… and MID#<agent>#… name their agent; TASK#<task>, JRN#<task> and PUSH#<task> belong to the
-agent of that task's TASK item.
+agent of that task's TASK item, and so does FANOUT#<task> (how far a fan-out in steps got).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def scoped(items: list[Item], agents: Iterable[str] = AGENTS_UNDER_TEST) -> list
         kind, _, rest = str(item["PK"]["S"]).partition("#")
         if kind in ("CTX", "MID"):
             return rest.split("#", 1)[0]
-        if kind in ("TASK", "JRN", "PUSH"):
+        if kind in ("TASK", "JRN", "PUSH", "FANOUT"):
             return task_agent.get(rest)
         return None
 

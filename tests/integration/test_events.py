@@ -9,8 +9,8 @@ Runtime's own functions alone. Sample ids are replaced by fresh ones, so each ru
 
 from __future__ import annotations
 
-import importlib.util
 import copy
+import importlib.util
 import json
 import threading
 import time

@@ -25,6 +25,7 @@ import pytest
 from nylorun.adapters.sqs import SqsPushQueue
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.domain.ids import Owner
+from nylorun.engine import Agent, Turn
 from nylorun.engine.files import FileFetchFailed, FileService
 from nylorun.ports import StoredObject, StoredPushConfig
 from nylorun.protocol.models import Message, Part, TaskPushNotificationConfig, now_timestamp
@@ -32,7 +33,7 @@ from nylorun.service.push import Delivery
 from nylorun.settings import Settings
 from nylorun_local.aws import LambdaContext
 from nylorun_local.runtime import LocalRuntime
-from reliability_kit import ALICE, BOB, Receiver, rpc, user_message
+from reliability_kit import ALICE, BOB, Receiver, poll, rpc, user_message
 
 SLACK = 1.5  # seconds a bounded operation may overrun its deadline (thread start, scheduling on a busy machine)
 
@@ -291,3 +292,43 @@ def test_the_url_files_of_one_message_are_fetched_up_to_their_total_only() -> No
     assert [limit for _, limit in files.fetched] == [10, 10, 5]
     assert "25 bytes in all" in failed.value.reason
     assert len(files.kept) == 2
+
+
+def test_a_fan_out_in_steps_keeps_each_configs_updates_in_order(local_runtime: LocalRuntime) -> None:
+    # Given a task held in its turn, with 25 push configs on one receiver (fan-out steps of 10: three steps)
+    hold = threading.Event()
+    agent = Agent(name="held-fair", description="Holds its turn until told.", skills=[])
+
+    @agent.turn
+    def run(turn: Turn) -> None:
+        hold.wait(30)
+        turn.say("halfway")
+        turn.reply("done")
+
+    local_runtime.add_agent(agent)
+    receiver = Receiver(str(local_runtime.options.push_secret))
+    try:
+        url = local_runtime.agent_url("held-fair")
+        params = {"message": user_message("go"), "configuration": {"returnImmediately": True}}
+        task = rpc(url, "SendMessage", params, token=ALICE)["result"]["task"]
+        for n in range(25):
+            config = {"taskId": task["id"], "id": f"c{n:02}", "url": receiver.url, "token": f"c{n:02}"}
+            assert "result" in rpc(url, "CreateTaskPushNotificationConfig", config, token=ALICE)
+        # When the task goes on: a WORKING update ("halfway"), then COMPLETED, each fanned out in three steps
+        hold.set()
+        def completed() -> int:
+            return sum(1 for r in receiver.requests if r["body"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+
+        poll(completed, lambda n: n >= 25, timeout=60)
+        # Then every config got "halfway" and then COMPLETED, signed, once each (a config made while the task's
+        # first WORKING update was still being fanned out may get that one too, before them)
+        by_config: dict[str, list[str]] = {}
+        for request in list(receiver.requests):
+            status = request["body"]["statusUpdate"]["status"]
+            text = "".join(p.get("text", "") for p in (status.get("message") or {}).get("parts", []))
+            by_config.setdefault(request["headers"]["X-A2A-Notification-Token"], []).append(text or status["state"])
+        assert all(r["verified"] for r in receiver.requests)
+        assert {c: states[-2:] for c, states in by_config.items()} == {f"c{n:02}": ["halfway", "done"] for n in range(25)}
+    finally:
+        hold.set()
+        receiver.close()

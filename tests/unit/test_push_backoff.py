@@ -261,7 +261,7 @@ def test_fan_out_makes_one_delivery_per_config_and_none_for_the_submitted_status
                 "detail": {"taskId": "t1", "eventId": event_id, "state": state, "statusUpdate": update}}
 
     # When the task is submitted (its creator has it already), then starts working
-    counts = [service.fan_out(event("TASK_STATE_SUBMITTED", "e0")), service.fan_out(event("TASK_STATE_WORKING", "e1"))]
+    counts = [service.fan_out(event(s, e)).queued for s, e in (("TASK_STATE_SUBMITTED", "e0"), ("TASK_STATE_WORKING", "e1"))]
     # Then only the working status goes out, once to each config, each in its own group (one slow receiver
     # holds up only its own deliveries)
     assert counts == [0, 2]
@@ -290,3 +290,24 @@ def test_a_malformed_retry_after_is_a_bad_header_not_an_exception(header: str) -
     # Then it is retried on the ordinary backoff (15 to 30 s for attempt 1), or the longest hold for a huge number
     assert result.outcome == Outcome.RETRY and queue.dead == []
     assert 15 <= result.delay_seconds <= 30 or (header.isascii() and header.isdigit() and result.delay_seconds == 43_200)
+
+
+def test_a_large_fan_out_goes_in_steps_and_resumes_where_it_stopped() -> None:
+    # Given a task with 25 push configs and fan-out steps of 10
+    service, store, _, queue = push_setup(http(200), push_fan_out_step=10)
+    for n in range(2, 26):
+        config = TaskPushNotificationConfig(id=f"cfg-{n:02}", task_id="t1", url="https://other.example/hook")
+        store.put_push_config("t1", StoredPushConfig(config=config, created_at=f"2026-01-01T00:00:{n:02}Z"))
+    update = {**STATUS, "status": {"state": "TASK_STATE_WORKING"}}
+    event = {"detail-type": STATUS_CHANGED,
+             "detail": {"taskId": "t1", "eventId": "e1", "state": "TASK_STATE_WORKING", "statusUpdate": update}}
+    # When the event is fanned out, then comes back (received again) until done, one config deleted meanwhile
+    steps = [service.fan_out(event)]
+    store.delete_push_config("t1", "cfg-25")
+    while not steps[-1].done:
+        steps.append(service.fan_out(event, resumed=True))
+    # Then it took three steps (10, 10, 4), each config got the event once, in the order of their ids
+    assert [(s.queued, s.done) for s in steps] == [(10, False), (10, False), (4, True)]
+    assert [d.config_id for d in queue.sent] == ["cfg"] + [f"cfg-{n:02}" for n in range(2, 25)]
+    # And the cursor is gone: a later delivery of the same event (a duplicate) starts over, SQS drops its repeats
+    assert store.fan_out_cursor("t1", "e1") is None

@@ -60,6 +60,9 @@ class Settings(BaseModel):
     push_retry_max_seconds: int = Field(default=3600, ge=1)
     push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
     push_config_retention_seconds: int = Field(default=7 * 24 * 3600, ge=0)
+    # Issue 15: deliveries one fan-out step queues before the event goes back to the queue (other tasks' deliveries
+    # take their turn in between). 10: one SendMessageBatch.
+    push_fan_out_step: int = Field(default=10, ge=1, le=1000)
     # Deliveries to loopback addresses (local Runtime: the TCK's receiver runs there). Off when deployed.
     push_allow_loopback: bool = False
     # Host names allowed to resolve to private addresses (a receiver inside your VPC, say).
@@ -166,6 +169,7 @@ class Settings(BaseModel):
             "push_retry_max_seconds": "NYLORUN_PUSH_RETRY_MAX_SECONDS",
             "push_max_age_seconds": "NYLORUN_PUSH_MAX_AGE_SECONDS",
             "push_config_retention_seconds": "NYLORUN_PUSH_CONFIG_RETENTION_SECONDS",
+            "push_fan_out_step": "NYLORUN_PUSH_FAN_OUT_STEP",
             "push_allow_loopback": "NYLORUN_PUSH_ALLOW_LOOPBACK",
             "push_private_hosts": "NYLORUN_PUSH_PRIVATE_HOSTS",
             "files_bucket": "NYLORUN_FILES_BUCKET",

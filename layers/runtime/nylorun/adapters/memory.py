@@ -95,6 +95,7 @@ class InMemoryTaskStore:
         self._contexts: dict[tuple[Owner, str], _Context] = {}
         self._messages: dict[tuple[Owner, str], str] = {}  # (owner, messageId) -> task id
         self._push: dict[str, dict[str, dict[str, Any]]] = {}  # task -> config id -> push config item (codec)
+        self._fan_out: dict[tuple[str, str], str] = {}  # (task, event) -> the id of the last config queued
         self._file_heads: dict[tuple[str, str], int] = {}  # (scope, path) -> latest version
         self._file_writes: dict[tuple[str, str], int] = {}  # (scope, write key) -> the version it got
 
@@ -401,11 +402,28 @@ class InMemoryTaskStore:
         with self._lock:
             self._push.get(task_id, {}).pop(config_id, None)
 
-    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
+    def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
         """Marks the task's configs to expire (DynamoDB's TTL deletes them, and both stores' sweep)."""
         with self._lock:
-            for item in self._push.get(task_id, {}).values():
-                item["expiresAt"] = expires_at
+            for config_id, item in self._push.get(task_id, {}).items():
+                if config_ids is None or config_id in config_ids:
+                    item["expiresAt"] = expires_at
+
+    def push_configs_after(self, task_id: str, after: str | None, limit: int) -> list[StoredPushConfig]:
+        with self._lock:
+            ids = sorted(i for i in self._push.get(task_id, {}) if after is None or i > after)[:limit]
+            return [codec.push_config(self._push[task_id][i]) for i in ids]
+
+    def fan_out_cursor(self, task_id: str, event_id: str) -> str | None:
+        with self._lock:
+            return self._fan_out.get((task_id, event_id))
+
+    def set_fan_out_cursor(self, task_id: str, event_id: str, after: str | None, expires_at: int) -> None:
+        with self._lock:
+            if after is None:
+                self._fan_out.pop((task_id, event_id), None)
+            else:
+                self._fan_out[(task_id, event_id)] = after
 
     def sweep_push_configs(self) -> int:
         """Remove configs whose task is gone or whose expiry has passed; returns how many."""

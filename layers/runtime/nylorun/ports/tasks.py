@@ -223,12 +223,24 @@ class PushConfigStore(Protocol):
 
     def delete_push_config(self, task_id: str, config_id: str) -> None: ...
 
-    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
-        """The task ended: its configs expire (TTL) at `expires_at` (epoch seconds)."""
+    def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
+        """The task ended: its configs (those named, else all) expire (TTL) at `expires_at` (epoch seconds)."""
         ...
 
     def sweep_push_configs(self) -> int:
         """Remove configs whose task no longer exists; returns how many."""
+        ...
+
+    def push_configs_after(self, task_id: str, after: str | None, limit: int) -> list[StoredPushConfig]:
+        """Up to `limit` of the task's configs by id, those after the id `after` (a fan-out step)."""
+        ...
+
+    def fan_out_cursor(self, task_id: str, event_id: str) -> str | None:
+        """The id of the last config an event's fan-out queued, if it stopped part-way."""
+        ...
+
+    def set_fan_out_cursor(self, task_id: str, event_id: str, after: str | None, expires_at: int) -> None:
+        """Remember how far an event's fan-out got (None: it is done, forget it)."""
         ...
 
 

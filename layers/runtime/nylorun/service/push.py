@@ -6,7 +6,9 @@ Three steps, one queue (SQS FIFO):
   MessageGroupId); an event whose task has push configs is moved at once into its task's own group, one
   message, so a task with many configs never holds up another task's events (issue 15);
 * fan-out, in the task's group (its events keep their order): one delivery per push config, queued ten per
-  SQS call;
+  SQS call, `push_fan_out_step` at a time: the event is then handed back and stays first in its group (a
+  cursor in the table says how far it got), so 1,000 configs of one task take turns with other tasks'
+  deliveries instead of queueing 1,000 ahead of them;
 * deliver: one POST of one A2A StreamResponse to one config. Each delivery has its own message group
   (task + config), so a dead endpoint holds up only its own later deliveries (kept in order), never
   another endpoint's. Retries back off with jitter (honouring Retry-After) until `push_max_age_seconds`
@@ -59,6 +61,12 @@ class Result:
     outcome: Outcome
     delay_seconds: int = 0
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class FanOut:
+    queued: int
+    done: bool  # False: more configs are left for the next step
 
 
 def sign(secrets: list[str], msg_id: str, timestamp: datetime, body: str) -> str:
@@ -121,37 +129,51 @@ class PushService:
         """Move an event from the bus's shared message group into its task's own group, when it has anything
         to fan out to. True when it was moved."""
         detail = event.get("detail") or {}
-        if self._pushed(event) is None or not self._store.list_push_configs(str(detail["taskId"])):
+        if self._pushed(event) is None or not self._store.push_configs_after(str(detail["taskId"]), None, 1):
             return False
         self._queue.send_fan_out(str(detail["taskId"]), str(detail["eventId"]), event)
         return True
 
-    def fan_out(self, event: dict[str, Any]) -> int:
+    def fan_out(self, event: dict[str, Any], resumed: bool = False) -> FanOut:
+        """Queue the next `push_fan_out_step` deliveries of an event (configs by id). Not done: the
+        caller hands the event back to its task's group, where it stays first (its task's later events wait,
+        so each config still gets them in order), and the deliveries just queued take their turn with every
+        other task's before the next step. `resumed`: the event was received before, it may have a cursor."""
         pushed = self._pushed(event)
         if pushed is None:
-            return 0
+            return FanOut(0, done=True)
         kind, payload = pushed
         detail_type, detail = event.get("detail-type"), event["detail"]
-        task_id = str(detail["taskId"])
-        configs = self._store.list_push_configs(task_id)
+        task_id, event_id = str(detail["taskId"]), str(detail["eventId"])
+        after = self._store.fan_out_cursor(task_id, event_id) if resumed else None
+        size = self._settings.push_fan_out_step
+        configs = self._store.push_configs_after(task_id, after, size + 1)  # one more: are any left after this step?
+        step, rest = configs[:size], configs[size:]
         now = self._now()
         self._queue.send_deliveries(
             [
                 Delivery(
-                    event_id=str(detail["eventId"]),
+                    event_id=event_id,
                     task_id=task_id,
                     config_id=str(stored.config.id),
                     kind=kind,
                     payload=payload,
                     first_attempt_at=now,
                 )
-                for stored in configs
+                for stored in step
             ]
         )
         if detail_type == STATUS_CHANGED and TaskState(detail["state"]).terminal:
-            # A config lives as long as its task: once the task has ended, it expires after the retention.
-            self._store.expire_push_configs(task_id, int(now) + self._settings.push_config_retention_seconds)
-        return len(configs)
+            # A config lives as long as its task: once the task has ended, it expires after the retention (each
+            # step the configs it queued: one step's work stays small).
+            expires = int(now) + self._settings.push_config_retention_seconds
+            self._store.expire_push_configs(task_id, expires, [str(c.config.id) for c in step])
+        if rest:
+            self._store.set_fan_out_cursor(task_id, event_id, str(step[-1].config.id), int(now) + 24 * 3600)
+            return FanOut(len(step), done=False)
+        if after is not None:
+            self._store.set_fan_out_cursor(task_id, event_id, None, 0)
+        return FanOut(len(step), done=True)
 
     # ------------------------------------------------------------------ deliver
     def deliver(self, delivery: Delivery, attempt: int) -> Result:

@@ -11,6 +11,7 @@ Items (PK / SK):
     JRN#<task>       OP#<seq:05>     the turn journal: effects, interactions, usage, in code order
     JRN#<task>       WAIT#<interaction>  the Step Functions callback token of an open interaction
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
+    FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     FILE#<scope>     PATH#<path>     the latest version number of an output path
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
@@ -106,6 +107,10 @@ def push_index(task_id: str, config_id: str) -> Key:
     """The sweep index's keys of a push config item (PushConfigs GSI)."""
     bucket = int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) % PUSH_BUCKETS
     return {"GSI3PK": push_bucket(bucket), "GSI3SK": f"{task_id}#{config_id}"}
+
+
+def fan_out(task_id: str, event_id: str) -> Key:
+    return {"PK": f"FANOUT#{task_id}", "SK": f"EVT#{event_id}"}
 
 
 def push_bucket(bucket: int) -> str:

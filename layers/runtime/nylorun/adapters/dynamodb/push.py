@@ -8,9 +8,10 @@ item is gone or whose expiry has passed (the table's TTL removes expired items t
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from nylorun.adapters.dynamodb import codec, layout
-from nylorun.adapters.dynamodb.table import Table
+from nylorun.adapters.dynamodb.table import Table, aws
 from nylorun.ports import StoredPushConfig
 
 
@@ -33,15 +34,40 @@ class PushConfigs:
     def delete_push_config(self, task_id: str, config_id: str) -> None:
         self._t.delete(layout.push_config(task_id, config_id))
 
-    def expire_push_configs(self, task_id: str, expires_at: int) -> None:
-        for stored in self.list_push_configs(task_id):
+    def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
+        ids = [str(c.config.id) for c in self.list_push_configs(task_id)] if config_ids is None else config_ids
+        for config_id in ids:
             # A config deleted meanwhile stays deleted (the condition fails; nothing to expire).
             self._t.update(
-                layout.push_config(task_id, str(stored.config.id)),
+                layout.push_config(task_id, config_id),
                 "SET expiresAt = :at",
                 "attribute_exists(PK)",
                 {":at": expires_at},
             )
+
+    def push_configs_after(self, task_id: str, after: str | None, limit: int) -> list[StoredPushConfig]:
+        # One page of the key range: a fan-out step reads only the configs it queues (not all of them each step).
+        start = layout.push_config(task_id, after)["SK"] if after is not None else "CFG#"
+        with aws("query"):
+            out = self._t.db.query(
+                TableName=self._t.name,
+                KeyConditionExpression="PK = :pk AND SK > :after",
+                ExpressionAttributeValues=codec.to_item({":pk": layout.push_pk(task_id), ":after": start}),
+                ConsistentRead=True,
+                Limit=limit,
+            )
+        return [codec.push_config(codec.from_item(item)) for item in out.get("Items", [])]
+
+    def fan_out_cursor(self, task_id: str, event_id: str) -> str | None:
+        item = self._t.get(layout.fan_out(task_id, event_id))
+        return str(item["configId"]) if item else None
+
+    def set_fan_out_cursor(self, task_id: str, event_id: str, after: str | None, expires_at: int) -> None:
+        key = layout.fan_out(task_id, event_id)
+        if after is None:
+            self._t.delete(key)
+        else:
+            self._t.put({**key, "configId": after, "expiresAt": expires_at})
 
     def sweep_push_configs(self) -> int:
         """Configs whose task is gone (a config lives as long as its task) or whose expiry has passed; returns

@@ -1,0 +1,133 @@
+"""Figure 6: fair push (issue 15), on the local Runtime.
+
+One subject has a task with 1,000 push configs; when that task ends, its status fans out to all of them.
+Meanwhile another subject runs an ordinary task with one push config. Measured: that other subject's delivery
+latency (SendMessage sent → its COMPLETED status received by its receiver) alone (the baseline, median of 2),
+and while the 1,000-config fan-out and its deliveries run (median of 2 rounds). Target: at most 2x the baseline.
+Both receivers are on 127.0.0.1 and answer 204 at once. The configs are written to the table directly (the
+figure is about delivery, not about making configs; a cap on configs per task would refuse the 1,000 over the
+API).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import statistics
+import threading
+import time
+import uuid
+from typing import Any
+
+from nylorun.engine import Agent, Turn
+from nylorun.ports import StoredPushConfig
+from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
+
+from bench.local_stack import OTHER_TOKEN, SKILLS, TERMINAL, Bench
+
+TARGET = 2.0
+
+
+class _Receiver(http.server.ThreadingHTTPServer):
+    """Answers every POST with 204; notes when each task's COMPLETED status arrived, and counts the rest."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.completed: dict[str, float] = {}
+        self.received = 0
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Receiver
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        update = body.get("statusUpdate") or {}
+        with self.server.lock:
+            self.server.received += 1
+            if update.get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+                self.server.completed.setdefault(update["taskId"], time.perf_counter())
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _other_delivery_ms(bench: Bench, receiver: _Receiver, timeout: float = 600) -> float:
+    """The other subject's echo task with one push config: ms from sending to its COMPLETED delivery."""
+    config = {"id": f"cfg-{uuid.uuid4()}", "url": receiver.url}
+    params = {
+        "message": {"messageId": f"m-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"returnImmediately": True, "taskPushNotificationConfig": config},
+    }
+    started = time.perf_counter()
+    task_id = bench.rpc("echo", "SendMessage", params, token=OTHER_TOKEN)["task"]["id"]
+    deadline = time.monotonic() + timeout
+    while task_id not in receiver.completed:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no COMPLETED delivery for {task_id} within {timeout} s")
+        time.sleep(0.01)
+    return (receiver.completed[task_id] - started) * 1000
+
+
+def push_fairness(bench: Bench, configs: int = 1000, rounds: int = 2) -> dict[str, Any]:
+    hold = threading.Event()
+    agent = Agent(name="bench-held", description="Holds its turn until told, then replies.", skills=SKILLS)
+
+    @agent.turn
+    def run(turn: Turn) -> None:
+        hold.wait(120)
+        turn.reply("done")
+
+    bench.add_agent(agent)
+    crowd, other = _Receiver(), _Receiver()
+    servers = [threading.Thread(target=r.serve_forever, daemon=True) for r in (crowd, other)]
+    for thread in servers:
+        thread.start()
+    assert bench.local.runtime is not None
+    store = bench.local.runtime.store
+    try:
+        _other_delivery_ms(bench, other)  # warm-up
+        baseline = [_other_delivery_ms(bench, other) for _ in range(rounds)]
+        loaded: list[float] = []
+        fan_out_s: list[float] = []
+        for _ in range(rounds):
+            hold.clear()
+            task = bench.send("bench-held", "hold")
+            bench.wait_state("bench-held", task["id"], {"TASK_STATE_WORKING"})
+            for n in range(configs):
+                config = TaskPushNotificationConfig(id=f"c{n:04}", task_id=task["id"], url=crowd.url)
+                store.put_push_config(task["id"], StoredPushConfig(config=config, created_at=now_timestamp()))
+            before = crowd.received
+            started = time.perf_counter()
+            hold.set()  # the task ends: its COMPLETED status fans out to all 1,000
+            bench.wait_state("bench-held", task["id"], TERMINAL)
+            loaded.append(_other_delivery_ms(bench, other))
+            deadline = time.monotonic() + 900
+            while crowd.received - before < configs and time.monotonic() < deadline:
+                time.sleep(0.05)
+            fan_out_s.append(time.perf_counter() - started)
+    finally:
+        hold.set()
+        for r in (crowd, other):
+            r.shutdown()
+            r.server_close()
+    ratio = statistics.median(loaded) / statistics.median(baseline)
+    return {
+        "configs": configs,
+        "baseline_ms": [round(ms, 1) for ms in baseline],
+        "under_load_ms": [round(ms, 1) for ms in loaded],
+        "baseline_median_ms": round(statistics.median(baseline), 1),
+        "under_load_median_ms": round(statistics.median(loaded), 1),
+        "ratio": round(ratio, 2),
+        "target": TARGET,
+        "met": ratio <= TARGET,
+        "fan_out_delivered_seconds": [round(s, 1) for s in fan_out_s],
+        "note": "another subject's send → COMPLETED delivery, alone and while 1,000 configs of one task are pushed",
+    }
