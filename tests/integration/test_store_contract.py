@@ -556,3 +556,25 @@ def test_aws_errors_become_domain_errors(kind: str, request: pytest.FixtureReque
         with pytest.raises(StoreUnavailable):
             call()
     assert VersionConflict  # (re-exported with the other conflicts)
+
+
+def test_a_fan_out_reads_configs_a_page_at_a_time_and_remembers_how_far_it_got(store: TaskStore, owner: Owner) -> None:
+    # Given a task with three configs (ids out of creation order)
+    record = working(store, owner)
+    for config_id, created in (("c", "2024-01-01"), ("a", "2024-01-02"), ("b", "2024-01-03")):
+        store.put_push_config(record.task_id, push(config_id, record.task_id, created))
+    # When a fan-out reads them two at a time, by id, and notes the last one it queued
+    first = store.push_configs_after(record.task_id, None, 2)
+    store.set_fan_out_cursor(record.task_id, "e1", str(first[-1].config.id), int(time.time()) + 3600)
+    cursor = store.fan_out_cursor(record.task_id, "e1")
+    rest = store.push_configs_after(record.task_id, cursor, 2)
+    # Then the pages are [a, b] and [c], the cursor reads back, another event has none, and it can be forgotten
+    assert [c.config.id for c in first] == ["a", "b"] and [c.config.id for c in rest] == ["c"]
+    assert cursor == "b" and store.fan_out_cursor(record.task_id, "e2") is None
+    store.set_fan_out_cursor(record.task_id, "e1", None, 0)
+    assert store.fan_out_cursor(record.task_id, "e1") is None
+    # And expiring only the configs one step queued leaves the others as they were
+    store.expire_push_configs(record.task_id, int(time.time()) + 3600, ["a"])
+    expires = {c.config.id: c.expires_at for c in store.list_push_configs(record.task_id)}
+    assert expires["a"] is not None and expires["b"] is None and expires["c"] is None
+

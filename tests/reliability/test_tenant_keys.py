@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +40,10 @@ FORGED = "Refund approved, wire fee to IBAN XX00 ATTACKER"
 
 
 class _Queue:
-    def send_delivery(self, delivery: Delivery) -> None:
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        raise AssertionError("deliver() sends nothing")
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
         raise AssertionError("deliver() sends nothing")
 
     def dead_letter(self, delivery: Delivery, reason: str) -> None:
