@@ -103,7 +103,8 @@ def push_fairness(bench: Bench, configs: int = 1000, rounds: int = 2) -> dict[st
             bench.wait_state("bench-held", task["id"], {"TASK_STATE_WORKING"})
             for n in range(configs):
                 config = TaskPushNotificationConfig(id=f"c{n:04}", task_id=task["id"], url=crowd.url)
-                store.put_push_config(task["id"], StoredPushConfig(config=config, created_at=now_timestamp()))
+                stored = StoredPushConfig(config=config, created_at=now_timestamp(), subject="bench")  # as the API stores it
+                store.put_push_config(task["id"], stored)
             before = crowd.received
             started = time.perf_counter()
             hold.set()  # the task ends: its COMPLETED status fans out to all 1,000

@@ -34,6 +34,7 @@ from nylorun.settings import Settings
 from nylorun_local.aws import LambdaContext
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import ALICE, BOB, Receiver, poll, rpc, user_message
+from webhook_receiver import own_secrets
 
 SLACK = 1.5  # seconds a bounded operation may overrun its deadline (thread start, scheduling on a busy machine)
 
@@ -127,7 +128,8 @@ def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_bac
     records = []
     for n in range(10):
         config = TaskPushNotificationConfig(id=f"c{n}", task_id=task_id, url=peer.url)
-        runtime.store.put_push_config(task_id, StoredPushConfig(config=config, created_at=now_timestamp()))
+        stored = StoredPushConfig(config=config, created_at=now_timestamp(), subject="alice")
+        runtime.store.put_push_config(task_id, stored)
         delivery = Delivery(
             event_id="e1", task_id=task_id, config_id=f"c{n}", kind="statusUpdate",
             payload={"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}},
@@ -171,8 +173,8 @@ def test_a_fan_out_that_cannot_finish_holds_up_only_its_own_task(
 ) -> None:
     # Given alice's task, whose fan-out fails every time (SQS refuses its deliveries: on AWS, a fan-out past the
     # function's timeout), and bob's push receiver
-    secret = str(local_runtime.options.push_secret)
-    alice_hook, bob_hook = Receiver(secret), Receiver(secret)
+    alice_hook = Receiver(own_secrets(local_runtime.base_url, ALICE))
+    bob_hook = Receiver(own_secrets(local_runtime.base_url, BOB))
     sqs = local_runtime._functions["PushFunction"].runtime.push_queue._sqs
     alice_config = f"alice-stall-{uuid.uuid4()}"
     refused: list[str] = []
@@ -306,7 +308,7 @@ def test_a_fan_out_in_steps_keeps_each_configs_updates_in_order(local_runtime: L
         turn.reply("done")
 
     local_runtime.add_agent(agent)
-    receiver = Receiver(str(local_runtime.options.push_secret))
+    receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
     try:
         url = local_runtime.agent_url("held-fair")
         params = {"message": user_message("go"), "configuration": {"returnImmediately": True}}
