@@ -36,6 +36,71 @@ STAR_ONLY_ACTIONS = {
     "cloudwatch:PutMetricData",
 }
 
+# Least privilege by action: each role's every action, and the code that makes the call (README "Least privilege").
+# A role the template grants (a SAM function's generated "<Function>Role", or one written out) may hold these and
+# nothing else; a role not listed here may hold nothing. DynamoDB calls are the adapters' (layers/runtime/nylorun/
+# adapters/dynamodb): get_item → GetItem, query (and its paginator) → Query, put_item → PutItem, update_item →
+# UpdateItem, delete_item → DeleteItem; a TransactWriteItems is authorised item by item as PutItem, UpdateItem and
+# ConditionCheckItem (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+# S3 (adapters/s3.py): put_object → PutObject; get_object and presigned GETs name a VersionId → GetObject and
+# GetObjectVersion. Nobody deletes an object, changes an ACL or the lifecycle, lists the bucket, scans or batches.
+ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
+    "ApiFunctionRole": frozenset({
+        # tasks, contexts, dedupe records (SendMessage), answers (journal), push configs (Set/Get/List/Delete),
+        # callback tokens (answer, cancel); ListTasks queries BySubject / ByContext
+        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # inbound raw parts; presigned GETs
+        "s3:PutObjectVersionTagging",  # a refused request's inbound files, tagged to expire (adapters/s3.py)
+        "sqs:SendMessage*",  # SQSSendMessagePolicy: a turn queued behind a busy context
+        # the push secret (a caller's own signing keys); the Runtime key (keyed subject digests, page tokens)
+        "secretsmanager:GetSecretValue",
+        "states:StartExecution", "states:StopExecution", "states:SendTaskSuccess", "states:SendTaskFailure",
+    }),
+    "TurnFunctionRole": frozenset({
+        # the task, its journal (ConditionCheck: no effect after CANCELED), its context, its file versions
+        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
+        "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # fetched url parts, outputs, reading inbound files
+        "states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure",  # next turn; resume / abandon
+        "secretsmanager:GetSecretValue",  # the Runtime key: the subject's keyed digest
+    }),
+    "DispatchFunctionRole": frozenset({
+        "dynamodb:GetItem", "dynamodb:UpdateItem",  # the task and its context; claim_next's transaction
+        "states:StartExecution", "sqs:ChangeMessageVisibility",  # start the turn; wait while the context is busy
+        "secretsmanager:GetSecretValue",  # the Runtime key: the next turn's id is keyed by its subject
+    }),
+    "PublishFunctionRole": frozenset({
+        "dynamodb:GetItem",  # whose an artifact is (the task item)
+        # the bus; the stream's on-failure destination (PublishDLQ: SQSSendMessagePolicy, and the SendMessage SAM
+        # adds itself for a DestinationConfig)
+        "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
+    }),
+    "PushFunctionRole": frozenset({
+        # configs: list (Query), expire (UpdateItem), read, remove on 410 (DeleteItem); the task's items (re-read)
+        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
+        "sqs:SendMessage*", "sqs:ChangeMessageVisibility",  # deliveries, dead letters; retry delays
+        "secretsmanager:GetSecretValue",  # the push secret
+    }),
+    "SweepFunctionRole": frozenset({"dynamodb:Query", "dynamodb:GetItem", "dynamodb:DeleteItem"}),
+    "SweepFunctionDailyRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the daily schedule
+    "TurnStateMachineRole": frozenset({
+        "lambda:InvokeFunction",
+        "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    }),
+}  # fmt: skip
+
+# What the SAM policy templates the template still uses expand to (samtranslator's policy_templates.json); the
+# ones that grant more than a function calls (DynamoDBCrudPolicy, DynamoDBReadPolicy, S3CrudPolicy, S3ReadPolicy)
+# are spelled out as statements instead.
+POLICY_TEMPLATE_ACTIONS: dict[str, frozenset[str]] = {
+    "SQSSendMessagePolicy": frozenset({"sqs:SendMessage*"}),
+    "EventBridgePutEventsPolicy": frozenset({"events:PutEvents"}),
+    "AWSSecretsManagerGetSecretValuePolicy": frozenset({"secretsmanager:GetSecretValue"}),
+    "LambdaInvokePolicy": frozenset({"lambda:InvokeFunction"}),
+}
+
+
 # SAM policy templates that SAM scopes to the resource named in their argument (an ARN built from it): allowed
 # when that argument names one of the stack's own resources.
 SCOPED_POLICY_TEMPLATES = {
@@ -264,3 +329,53 @@ def transformed_problems(cfn: dict[str, Any]) -> list[str]:
                 problems += statement_problems(statement, resources, f"{logical_id}.{policy.get('PolicyName')}[{n}]")
     return problems
 
+
+
+def _granted(statements: Iterator[dict[str, Any]]) -> set[str]:
+    return {str(a) for s in statements if s.get("Effect") == "Allow" for a in _as_list(s.get("Action", []))}
+
+
+def action_problems(role: str, granted: set[str]) -> list[str]:
+    """Actions a role holds beyond ALLOWED_ACTIONS[role] (every action, for a role the table does not list)."""
+    extra = sorted(granted - ALLOWED_ACTIONS.get(role, frozenset()))
+    if not extra:
+        return []
+    known = "" if role in ALLOWED_ACTIONS else " (a role ALLOWED_ACTIONS does not list)"
+    return [f"{role}: actions the code does not call: {extra}{known}"]
+
+
+def template_actions(tpl: dict[str, Any]) -> dict[str, set[str]]:
+    """Each role's granted actions as template.yaml writes them: a SAM function's or state machine's Policies
+    (statements, and the policy templates POLICY_TEMPLATE_ACTIONS knows; any other template counts as its own
+    name, which no allow-list holds) under "<logical id>Role", an AWS::IAM::Role's inline policies under its id."""
+    roles: dict[str, set[str]] = {}
+    for logical_id, res in tpl.get("Resources", {}).items():
+        kind, props = res.get("Type"), res.get("Properties") or {}
+        if kind in _POLICY_OWNERS:
+            actions = roles.setdefault(f"{logical_id}Role", set())
+            for policy in _as_list(props.get("Policies") or []):
+                if isinstance(policy, dict) and "Statement" in policy:
+                    actions |= _granted(_statements(policy))
+                elif isinstance(policy, dict) and len(policy) == 1:
+                    name = next(iter(policy))
+                    actions |= set(POLICY_TEMPLATE_ACTIONS.get(name, {f"{name} (policy template)"}))
+        elif kind == "AWS::IAM::Role":
+            actions = roles.setdefault(logical_id, set())
+            for policy in props.get("Policies", []):
+                actions |= _granted(_statements(policy.get("PolicyDocument")))
+    return roles
+
+
+def template_action_problems(tpl: dict[str, Any]) -> list[str]:
+    return [p for role, granted in template_actions(tpl).items() for p in action_problems(role, granted)]
+
+
+def transformed_action_problems(cfn: dict[str, Any]) -> list[str]:
+    """The same on the template as SAM transformed it (policy templates expanded into statements)."""
+    problems = []
+    for logical_id, res in cfn["Resources"].items():
+        if res.get("Type") == "AWS::IAM::Role":
+            policies = (res.get("Properties") or {}).get("Policies", [])
+            granted = {a for p in policies for a in _granted(_statements(p.get("PolicyDocument")))}
+            problems += action_problems(logical_id, granted)
+    return problems

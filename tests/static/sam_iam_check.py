@@ -2,7 +2,8 @@
 
 SAM turns policy templates into statements and attaches managed policies of its own to the roles it generates;
 neither is visible in template.yaml. This transforms the template offline (no AWS call: local CodeUri paths become
-placeholder S3 URIs, as `sam validate` does) and runs iam_policy.transformed_problems on the result.
+placeholder S3 URIs, as `sam validate` does) and runs iam_policy.transformed_problems (resources) and
+transformed_action_problems (each role's actions against ALLOWED_ACTIONS) on the result.
 
     .venv-sam/bin/python tests/static/sam_iam_check.py [template.yaml]
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from iam_policy import SAM_MANAGED_POLICIES, transformed_problems
+from iam_policy import SAM_MANAGED_POLICIES, transformed_action_problems, transformed_problems
 
 
 class _ManagedPolicies:
@@ -45,7 +46,7 @@ def main() -> int:
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "template.yaml")
     cfn = transformed(path)
     roles = {k: v for k, v in cfn["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
-    problems = transformed_problems(cfn)
+    problems = transformed_problems(cfn) + transformed_action_problems(cfn)
     for problem in problems:
         print(f"least privilege: {problem}")
     statements = sum(len(p["PolicyDocument"]["Statement"]) for r in roles.values() for p in r["Properties"].get("Policies", []))

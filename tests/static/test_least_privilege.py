@@ -9,7 +9,13 @@ import copy
 from typing import Any
 
 import pytest
-from iam_policy import STAR_ONLY_ACTIONS, template_problems
+from iam_policy import (
+    ALLOWED_ACTIONS,
+    STAR_ONLY_ACTIONS,
+    template_action_problems,
+    template_actions,
+    template_problems,
+)
 from nylorun_local import template
 
 
@@ -185,3 +191,93 @@ def test_a_deny_with_star_and_a_star_only_action_are_not_findings() -> None:
     tpl = _statement(tpl, "TurnFunctionRole", {"Effect": "Allow", "Action": "states:SendTaskHeartbeat", "Resource": "*"})
     # Then it is still clean
     assert template_problems(tpl) == []
+
+
+def test_every_role_holds_only_the_actions_its_code_calls() -> None:
+    # Given the template
+    tpl = real_template()
+    # When each role's granted actions are compared with the allow-list (ALLOWED_ACTIONS: the calls its code makes)
+    problems = template_action_problems(tpl)
+    granted = template_actions(tpl)
+    # Then none holds more, and every function's role was seen
+    assert problems == []
+    assert set(granted) == set(ALLOWED_ACTIONS) - {"SweepFunctionDailyRole"}  # that one only SAM's transform makes
+    # And the function that runs Agents' code can delete nothing, change no ACL or lifecycle, scan nothing
+    turn = granted["TurnFunctionRole"]
+    assert not turn & {"s3:DeleteObject", "s3:PutObjectAcl", "s3:PutLifecycleConfiguration", "dynamodb:DeleteItem",
+                       "dynamodb:Scan", "dynamodb:BatchWriteItem"}
+
+
+def _turn_leading_keys(tpl: dict[str, Any]) -> list[str]:
+    for policy in tpl["Resources"]["TurnFunctionRole"]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if any(str(a).startswith("dynamodb:") for a in statement["Action"]):
+                return list(statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
+    return []
+
+
+def test_the_turn_reaches_only_the_items_a_turn_touches() -> None:
+    # Given the turn role's table statement
+    keys = _turn_leading_keys(real_template())
+    # Then it is scoped by partition key to the task, journal, context and file items: no push config (credentials),
+    # no message dedupe record
+    assert sorted(keys) == ["CTX#*", "FILE#*", "JRN#*", "TASK#*"]
+
+
+def _turn_statement(tpl: dict[str, Any], action: str) -> dict[str, Any]:
+    """The turn role's statement that grants `action`."""
+    for policy in tpl["Resources"]["TurnFunctionRole"]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if action in statement["Action"]:
+                return statement  # type: ignore[no-any-return]
+    raise AssertionError(action)
+
+
+def _sam_policy(logical_id: str, policy: Any) -> Any:
+    return lambda t: t["Resources"][logical_id]["Properties"]["Policies"].append(policy) or t
+
+
+BROKEN_ACTIONS: dict[str, tuple[Any, str]] = {
+    "DeleteObject on the turn role": (
+        lambda t: _turn_statement(t, "s3:PutObject")["Action"].append("s3:DeleteObject") or t,
+        "TurnFunctionRole: actions the code does not call: ['s3:DeleteObject']",
+    ),
+    "the turn role's S3 statement back to S3CrudPolicy's actions": (
+        lambda t: _turn_statement(t, "s3:PutObject").update(Action=[
+            "s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion", "s3:PutObject",
+            "s3:PutObjectAcl", "s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration", "s3:DeleteObject",
+        ]) or t,
+        "'s3:PutLifecycleConfiguration', 's3:PutObjectAcl'",
+    ),
+    "DynamoDBCrudPolicy back on the push function": (
+        _sam_policy("PushFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "TasksTable"}}}),
+        "PushFunctionRole: actions the code does not call: ['DynamoDBCrudPolicy (policy template)']",
+    ),
+    "S3CrudPolicy back on the api function": (
+        _sam_policy("ApiFunction", {"S3CrudPolicy": {"BucketName": {"Ref": "FilesBucket"}}}),
+        "ApiFunctionRole: actions the code does not call: ['S3CrudPolicy (policy template)']",
+    ),
+    "Scan on the sweep": (
+        _sam_policy("SweepFunction", {"Statement": [
+            {"Effect": "Allow", "Action": ["dynamodb:Scan"], "Resource": {"Fn::GetAtt": ["TasksTable", "Arn"]}}
+        ]}),
+        "SweepFunctionRole: actions the code does not call: ['dynamodb:Scan']",
+    ),
+    "a new function with a grant nobody listed": (
+        lambda t: t["Resources"].update(ExtraFunction={"Type": "AWS::Serverless::Function", "Properties": {
+            "Policies": [{"Statement": [{"Effect": "Allow", "Action": "dynamodb:GetItem",
+                                         "Resource": {"Fn::GetAtt": ["TasksTable", "Arn"]}}]}]}}) or t,
+        "ExtraFunctionRole: actions the code does not call: ['dynamodb:GetItem'] (a role ALLOWED_ACTIONS does not list)",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BROKEN_ACTIONS))
+def test_the_action_check_fails_on_a_broken_copy(case: str) -> None:
+    # Given a copy of the template whose role holds an action its code never calls
+    edit, expected = BROKEN_ACTIONS[case]
+    tpl = edit(real_template())
+    # When checked
+    problems = template_action_problems(tpl)
+    # Then that role is reported, and nothing else
+    assert len(problems) == 1 and expected in problems[0], problems
