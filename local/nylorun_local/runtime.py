@@ -93,6 +93,7 @@ class LocalRuntime:
             "NYLORUN_PUSH_DLQ_URL": self.stack.push_dlq_url,
             "NYLORUN_PUSH_ALLOW_LOOPBACK": "true",
             "NYLORUN_FILES_BUCKET": self.stack.files_bucket,
+            "NYLORUN_KMS_KEY": self.stack.kms_key_arn,
             "NYLORUN_FETCH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
             "NYLORUN_AGENTS": agent_refs(opts.examples, opts.agents),

@@ -33,6 +33,7 @@ class LocalStack:
     push_queue_url: str
     push_dlq_url: str
     files_bucket: str
+    kms_key_arn: str
     function_names: dict[str, str]
 
 
@@ -153,6 +154,9 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     versioning = template.properties("FilesBucket")["VersioningConfiguration"]
     s3.put_bucket_versioning(Bucket=files_bucket, VersioningConfiguration=versioning)
 
+    # StackKey: push credentials and callback tokens are sealed with it, as deployed.
+    kms_key_arn = aws.client("kms").create_key(Description=template.properties("StackKey")["Description"])["KeyMetadata"]["Arn"]
+
     lambdas = aws.client("lambda")
     names: dict[str, str] = {}
     for logical_id in FUNCTIONS:
@@ -186,6 +190,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         push_queue_url=push_queue_url,
         push_dlq_url=push_dlq_url,
         files_bucket=files_bucket,
+        kms_key_arn=kms_key_arn,
         function_names=names,
     )
 

@@ -55,12 +55,14 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         # the push secret (a caller's own signing keys); the Runtime key (keyed subject digests, page tokens)
         "secretsmanager:GetSecretValue",
         "states:StartExecution", "states:StopExecution", "states:SendTaskSuccess", "states:SendTaskFailure",
+        "kms:Encrypt", "kms:Decrypt",  # seals push credentials (purpose push-credential); opens callback tokens
     }),
     "TurnFunctionRole": frozenset({
         # the task, its journal (ConditionCheck: no effect after CANCELED), its context, its file versions
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
         "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # fetched url parts, outputs, reading inbound files
         "states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure",  # next turn; resume / abandon
+        "kms:Encrypt",  # seals the callback token it parks; opens nothing
         "secretsmanager:GetSecretValue",  # the Runtime key: the subject's keyed digest
     }),
     "DispatchFunctionRole": frozenset({
@@ -80,6 +82,7 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
         "sqs:SendMessage*", "sqs:ChangeMessageVisibility",  # deliveries, dead letters; retry delays
         "secretsmanager:GetSecretValue",  # the push secret
+        "kms:Decrypt",  # opens a config's credentials and token
     }),
     "SweepFunctionRole": frozenset({"dynamodb:Query", "dynamodb:GetItem", "dynamodb:DeleteItem"}),
     "SweepFunctionDailyRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the daily schedule

@@ -404,6 +404,20 @@ def secret_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Prob
     return problems
 
 
+KMS_CREATE_KEY = "https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html"
+
+
+def kms_key_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
+    """CreateKey: a Description of at most 8,192 characters, a key policy of at most 32 KB."""
+    props = res.get("Properties", {})
+    problems: Problems = []
+    if len(str(props.get("Description", ""))) > 8192:
+        problems.append(f"{name}.Description: over 8,192 characters ({KMS_CREATE_KEY})")
+    if len(json.dumps(props.get("KeyPolicy", {}))) > 32 * 1024:
+        problems.append(f"{name}.KeyPolicy: over 32 KB ({KMS_CREATE_KEY})")
+    return problems
+
+
 def alarm_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
     props = res.get("Properties", {})
     problems: Problems = []
@@ -513,6 +527,7 @@ CHECKS: dict[str, Callable[[str, dict[str, Any], dict[str, Any]], Problems]] = {
     "AWS::Events::EventBus": bus_problems,
     "AWS::Events::Rule": rule_problems,
     "AWS::SecretsManager::Secret": secret_problems,
+    "AWS::KMS::Key": kms_key_problems,
     "AWS::CloudWatch::Alarm": alarm_problems,
     "AWS::CloudWatch::Dashboard": dashboard_problems,
     "AWS::DynamoDB::Table": table_problems,

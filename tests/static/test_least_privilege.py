@@ -249,6 +249,10 @@ BROKEN_ACTIONS: dict[str, tuple[Any, str]] = {
         ]) or t,
         "'s3:PutLifecycleConfiguration', 's3:PutObjectAcl'",
     ),
+    "kms:Decrypt on the turn role (it could open push credentials)": (
+        lambda t: _turn_statement(t, "kms:Encrypt")["Action"].append("kms:Decrypt") or t,
+        "TurnFunctionRole: actions the code does not call: ['kms:Decrypt']",
+    ),
     "DynamoDBCrudPolicy back on the push function": (
         _sam_policy("PushFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "TasksTable"}}}),
         "PushFunctionRole: actions the code does not call: ['DynamoDBCrudPolicy (policy template)']",
@@ -281,3 +285,29 @@ def test_the_action_check_fails_on_a_broken_copy(case: str) -> None:
     problems = template_action_problems(tpl)
     # Then that role is reported, and nothing else
     assert len(problems) == 1 and expected in problems[0], problems
+
+
+def _kms_grants(tpl: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(role, action, purpose) of every KMS statement: the purpose its encryption-context condition names."""
+    grants = set()
+    for logical_id, res in tpl["Resources"].items():
+        for policy in (res.get("Properties") or {}).get("Policies", []) or []:
+            document = policy.get("PolicyDocument", policy) if isinstance(policy, dict) else {}
+            for statement in document.get("Statement", []):
+                for action in [a for a in statement["Action"] if str(a).startswith("kms:")]:
+                    purpose = statement["Condition"]["StringEquals"]["kms:EncryptionContext:nylorun:purpose"]
+                    grants.add((logical_id, action, purpose))
+    return grants
+
+
+def test_each_function_may_seal_or_open_only_its_own_kind_of_secret() -> None:
+    # Given the template's KMS grants
+    grants = _kms_grants(real_template())
+    # Then the api seals push credentials and opens callback tokens, the turn (Agents' code) only seals callback
+    # tokens, the push function only opens push credentials; nobody else touches the key
+    assert grants == {
+        ("ApiFunction", "kms:Encrypt", "push-credential"),
+        ("ApiFunction", "kms:Decrypt", "task-token"),
+        ("TurnFunctionRole", "kms:Encrypt", "task-token"),
+        ("PushFunction", "kms:Decrypt", "push-credential"),
+    }

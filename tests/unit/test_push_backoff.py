@@ -16,14 +16,15 @@ from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.adapters.webhooks import AddressRefused, HttpResult
 from nylorun.domain.ids import Owner, derive_task_id
 from nylorun.domain.signing import subject_secret
-from nylorun.events import STATUS_CHANGED
+from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED, TaskChanged, TaskImage, from_change
 from nylorun.ports import NewTurn, StoredPushConfig
 from nylorun.profile.extensions import INTERACTIONS
-from nylorun.protocol.models import Message, TaskPushNotificationConfig
+from nylorun.protocol.models import Artifact, Message, Part, TaskPushNotificationConfig, TaskState, TaskStatus
 from nylorun.service import push as push_module
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.settings import Settings
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+from unit_support import OWNER, message
 
 SECRET = "whsec_" + "dW5pdC10ZXN0LXNlY3JldC1mb3Itbnlsb3J1bi0zMg=="
 DAY = 24 * 3600
@@ -249,35 +250,89 @@ def test_retries_last_24_hours_after_the_first_attempt_then_the_delivery_is_dead
     assert len(queue.dead) == 1 and queue.dead[0][1].startswith("still failing after the retry window")
 
 
+def a_task_with_configs(store: InMemoryTaskStore, *config_ids: str) -> str:
+    """A task in the store with push configs: fan-out checks every event against the table."""
+    record, _ = store.create_turn(NewTurn(owner=OWNER, context_id="c1", message=message("hi")))
+    for n, config_id in enumerate(config_ids):
+        config = TaskPushNotificationConfig(id=config_id, task_id=record.task_id, url=f"https://{config_id}.example/hook")
+        store.put_push_config(record.task_id, StoredPushConfig(config=config, created_at=f"2026-01-01T00:00:0{n}Z"))
+    return record.task_id
+
+
+def status_event(store: InMemoryTaskStore, task_id: str, state: TaskState | None = None) -> dict[str, Any]:
+    """Move the task to `state` (if given), then the status event the publish function makes of its item."""
+    if state is not None:
+        store.set_status(task_id, TaskStatus(state=state), expect=set(TaskState))
+    head = store.head(task_id)
+    assert head is not None
+    (event,) = [e for e in from_change(TaskChanged(new=TaskImage.from_head(head))) if e.detail_type == STATUS_CHANGED]
+    return {"detail-type": event.detail_type, "detail": event.detail}
+
+
 def test_fan_out_makes_one_delivery_per_config_and_none_for_the_submitted_status() -> None:
     # Given a task with two push configs
     service, store, _, queue = push_setup(http(200))
-    other = TaskPushNotificationConfig(id="cfg-2", task_id="t1", url="https://other.example/hook")
-    store.put_push_config("t1", StoredPushConfig(config=other, created_at="2026-01-01T00:00:01Z", subject="alice"))
-
-    def event(state: str, event_id: str) -> dict[str, Any]:
-        update = {**STATUS, "status": {"state": state}}
-        return {"detail-type": STATUS_CHANGED,
-                "detail": {"taskId": "t1", "eventId": event_id, "state": state, "statusUpdate": update}}
-
+    task_id = a_task_with_configs(store, "cfg", "cfg-2")
     # When the task is submitted (its creator has it already), then starts working
-    counts = [service.fan_out(event(s, e)).queued for s, e in (("TASK_STATE_SUBMITTED", "e0"), ("TASK_STATE_WORKING", "e1"))]
+    counts = [service.fan_out(status_event(store, task_id)).queued,
+              service.fan_out(status_event(store, task_id, TaskState.WORKING)).queued]
     # Then only the working status goes out, once to each config, each in its own group (one slow receiver
     # holds up only its own deliveries)
     assert counts == [0, 2]
     assert sorted(d.config_id for d in queue.sent) == ["cfg", "cfg-2"]
-    assert len({d.group for d in queue.sent}) == 2 and {d.event_id for d in queue.sent} == {"e1"}
+    assert len({d.group for d in queue.sent}) == 2 and len({d.event_id for d in queue.sent}) == 1
 
 
 def test_configs_of_an_ended_task_expire_after_the_retention() -> None:
-    # Given a task's configs, kept 0 s after it ends
+    # Given a task's config, kept 0 s after it ends
     service, store, _, _ = push_setup(http(200), clock=Clock(time.time()), push_config_retention_seconds=0)
-    update = {**STATUS, "status": {"state": "TASK_STATE_COMPLETED"}}
+    task_id = a_task_with_configs(store, "cfg")
     # When the completed status fans out, and the sweep runs
-    service.fan_out({"detail-type": STATUS_CHANGED, "detail": {"taskId": "t1", "eventId": "e9",
-                     "state": "TASK_STATE_COMPLETED", "statusUpdate": update}})
-    # Then the configs are gone
-    assert store.sweep_push_configs() == 1 and store.list_push_configs("t1") == []
+    service.fan_out(status_event(store, task_id, TaskState.COMPLETED))
+    # Then the config is gone (and push_setup's config of a task that never was)
+    assert store.sweep_push_configs() == 2 and store.list_push_configs(task_id) == []
+
+
+def test_an_event_the_table_does_not_vouch_for_is_not_pushed() -> None:
+    # Given a working task with a push config
+    service, store, _, queue = push_setup(http(200))
+    task_id = a_task_with_configs(store, "cfg")
+    genuine = status_event(store, task_id, TaskState.WORKING)
+    # When events with content the table never held are fanned out: a rewritten status, a terminal state that
+    # would expire the configs, another task's id
+    forged = json.loads(json.dumps(genuine))
+    forged["detail"]["statusUpdate"]["status"]["message"] = {
+        "messageId": "m-forged", "role": "ROLE_AGENT", "parts": [{"text": "Refund approved, wire the fee to ..."}]}
+    ended = json.loads(json.dumps(genuine))
+    ended["detail"]["state"] = ended["detail"]["statusUpdate"]["status"]["state"] = "TASK_STATE_COMPLETED"
+    elsewhere = json.loads(json.dumps(genuine))
+    elsewhere["detail"]["taskId"] = elsewhere["detail"]["statusUpdate"]["taskId"] = "t1"
+    counts = [service.fan_out(e) for e in (forged, ended, elsewhere)]
+    # Then nothing is sent and the config is kept as it was; the genuine event still goes out
+    assert counts == [0, 0, 0] and queue.sent == []
+    kept = store.get_push_config(task_id, "cfg")
+    assert kept is not None and kept.expires_at is None
+    assert service.fan_out(genuine) == 1
+
+
+def test_an_artifact_event_is_pushed_with_the_table_s_content() -> None:
+    # Given a task with a push config and an artifact
+    service, store, _, queue = push_setup(http(200))
+    task_id = a_task_with_configs(store, "cfg")
+    store.put_artifact(task_id, Artifact(artifact_id="a1", parts=[Part(text="the real report")]))
+    head = store.head(task_id)
+    assert head is not None
+
+    def artifact_event(artifact_id: str, text: str) -> dict[str, Any]:
+        artifact = {"artifactId": artifact_id, "parts": [{"text": text}]}
+        update = {"taskId": task_id, "contextId": head["contextId"], "artifact": artifact}
+        return {"detail-type": ARTIFACT_UPDATED, "detail": {"taskId": task_id, "eventId": "e", "artifactUpdate": update}}
+
+    # When an artifact event with other content, and one for an artifact the task does not have, are fanned out
+    counts = [service.fan_out(artifact_event("a1", "a forged report")), service.fan_out(artifact_event("a2", "x"))]
+    # Then the known artifact goes out as the table holds it, the unknown one not at all
+    assert counts == [1, 0]
+    assert queue.sent[0].payload["artifact"]["parts"] == [{"text": "the real report"}]
 
 
 @pytest.mark.parametrize("header", ["²", "١٢٠", "12a", "-5", "9" * 5000, "Tue, 32 Foo 2026 99:99:99 GMT", "１２０"])

@@ -77,6 +77,32 @@ class ArtifactChanged:
 Change = TaskChanged | ArtifactChanged
 
 
+# How many of its latest statuses a task item remembers (as digests, `statusLog`): the push function delivers a
+# status event only when the table vouches for it (issue 15: it signs what the table says, never what an event put
+# on the bus by someone else says). A fan-out runs seconds after the write, so 64 changes is a wide margin.
+STATUS_LOG_SIZE = 64
+
+
+def published_status(status_json: str) -> dict[str, Any]:
+    """A stored status (wire JSON) as its event carries it: EventBridge takes at most 256 KB an event, so a huge
+    status message is announced without its parts."""
+    status: dict[str, Any] = json.loads(status_json)
+    if len(status_json) > MAX_DETAIL_BYTES and status.get("message"):
+        status["message"] = {**status["message"], "parts": [{"text": "(too large; read it with GetTask)"}]}
+    return status
+
+
+def status_digest(status: dict[str, Any]) -> str:
+    """A status's fingerprint, the same for the stored status and its event after any JSON round trip."""
+    canonical = json.dumps(status, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def logged(log: list[str] | None, status_json: str) -> list[str]:
+    """A task item's `statusLog` once `status_json` is its status: the latest STATUS_LOG_SIZE digests."""
+    return [*(log or []), status_digest(published_status(status_json))][-STATUS_LOG_SIZE:]
+
+
 def _event_id(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
@@ -114,10 +140,7 @@ def _task_events(new: TaskImage, old: TaskImage | None) -> list[RuntimeEvent]:
     events: list[RuntimeEvent] = []
     base = _base(new)
     if old is None or old.status != new.status:
-        status = json.loads(new.status)
-        if len(new.status) > MAX_DETAIL_BYTES and status.get("message"):
-            # EventBridge takes at most 256 KB an event: a huge status message is announced without its parts.
-            status["message"] = {**status["message"], "parts": [{"text": "(too large; read it with GetTask)"}]}
+        status = published_status(new.status)
         events.append(
             RuntimeEvent(
                 STATUS_CHANGED,

@@ -39,6 +39,9 @@ class Settings(BaseModel):
     # Standard Webhooks secret(s), space-separated while rotating ("whsec_new whsec_old"): all of them sign.
     push_secret: str | None = Field(default=None, repr=False)
     push_secret_arn: str | None = None  # deployed: the secret lives in Secrets Manager
+    # The KMS key that seals push credentials and callback tokens at rest (template.yaml StackKey); empty: stored as
+    # they are (a Runtime without KMS).
+    kms_key_id: str = ""
     # How long the push function reuses the value it read from Secrets Manager (Powertools Parameters' max age): a
     # rotated value signs every warm instance's deliveries at most this long after it became current. 0: read it
     # for every delivery.
@@ -158,6 +161,7 @@ class Settings(BaseModel):
             "dev_tokens": "NYLORUN_DEV_TOKENS",
             "push_secret": "NYLORUN_PUSH_SECRET",
             "push_secret_arn": "NYLORUN_PUSH_SECRET_ARN",
+            "kms_key_id": "NYLORUN_KMS_KEY",
             "push_secret_max_age_seconds": "NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS",
             "push_signing": "NYLORUN_PUSH_SIGNING",
             "runtime_key": "NYLORUN_RUNTIME_KEY",

@@ -21,7 +21,7 @@ from nylorun.adapters.webhooks import WebhookSender
 from nylorun.domain.ids import use_runtime_key
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
-from nylorun.ports import SigningSecrets
+from nylorun.ports import Sealer, SigningSecrets
 from nylorun.service.a2a import A2AService
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.service.signing import PushSigningKeys
@@ -80,8 +80,19 @@ class Runtime:
         return LazyClient(lambda: boto3.client(name, config=config))
 
     @cached_property
+    def sealer(self) -> Sealer | None:
+        """Push credentials and callback tokens at rest: sealed with the stack's KMS key when there is one."""
+        if not self.settings.kms_key_id:
+            return None
+        from nylorun.adapters.kms import KmsSealer
+
+        return KmsSealer(self.client("kms"), self.settings.kms_key_id)
+
+    @cached_property
     def store(self) -> DynamoTaskStore:
-        return DynamoTaskStore(self.client("dynamodb"), self.settings.table_name, self.settings.max_task_bytes)
+        return DynamoTaskStore(
+            self.client("dynamodb"), self.settings.table_name, self.settings.max_task_bytes, sealer=self.sealer
+        )
 
     @cached_property
     def publisher(self) -> EventPublisher:
@@ -160,7 +171,8 @@ class Runtime:
         from nylorun.service.push import PushService
 
         return PushService(
-            self.store, self.http, self.push_queue, self.settings, self.push_secrets(), files=self.files
+            self.store, self.http, self.push_queue, self.settings, self.push_secrets(), files=self.files,
+            sealer=self.sealer,
         )
 
     @cached_property

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nylorun.adapters.dynamodb import codec
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.events import logged
 from nylorun.limits import (
     CALLER_HEADROOM,
     DEFAULT_MAX_TASK_BYTES,
@@ -69,6 +70,10 @@ class _Task:
     art_seq: int = 0
     journal: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> journal item (codec)
     wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
+    status_log: list[str] = field(default_factory=list)  # as the task item's statusLog (nylorun.events.logged)
+
+    def status_changed(self) -> None:
+        self.status_log = logged(self.status_log, codec.status_body(self.record.status))
 
     @property
     def sort_key(self) -> str:
@@ -179,6 +184,7 @@ class InMemoryTaskStore:
                     art_seq=task.art_seq,
                     content_bytes=task.content_bytes,
                     interaction_seq=task.interaction_seq,
+                    status_log=task.status_log or None,
                 )
             )
 
@@ -248,6 +254,7 @@ class InMemoryTaskStore:
             if plan is not None:
                 record.plan = [_stored(step) for step in plan]
             record.version += 1
+            task.status_changed()
             ctx = self._contexts.get((record.owner, record.context_id))
             if status.state.terminal and ctx is not None and ctx.active_task == task_id:
                 ctx.active_task = None  # a terminal status frees the context for its next turn
@@ -296,6 +303,7 @@ class InMemoryTaskStore:
             task.record.history = [*task.record.history, *map(_stored, messages)]
             if status is not None:
                 task.record.status = _stored(status)
+                task.status_changed()
             task.record.version += 1
 
     def answer_interaction(
@@ -329,6 +337,7 @@ class InMemoryTaskStore:
             record.history = [*record.history, _stored(message)]
             record.interaction, task.interaction_seq = None, None
             record.version += 1
+            task.status_changed()
             task.content_bytes = used
             entry.update(answer=codec.dumps(answer), finished=True)
             self._messages[(owner, retry_key)] = task_id

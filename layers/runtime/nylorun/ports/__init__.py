@@ -18,7 +18,17 @@ from nylorun.domain.errors import (
 )
 from nylorun.domain.ids import Owner
 from nylorun.ports.files import REFUSED_TAG, Fetcher, FileStore, FileTooLarge, StoredObject
-from nylorun.ports.push import AddressRefused, Delivery, DeliveryQueue, HttpResult, Sender, SigningSecrets
+from nylorun.ports.push import (
+    PUSH_CREDENTIAL,
+    TASK_TOKEN,
+    AddressRefused,
+    Delivery,
+    DeliveryQueue,
+    HttpResult,
+    Sealer,
+    Sender,
+    SigningSecrets,
+)
 from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
 from nylorun.ports.tasks import (
     FileVersions,
@@ -38,7 +48,9 @@ from nylorun.ports.tasks import (
 from nylorun.protocol.models import TaskStatus
 
 __all__ = [
+    "PUSH_CREDENTIAL",
     "REFUSED_TAG",
+    "TASK_TOKEN",
     "AddressRefused",
     "ContextBusy",
     "ContextQueue",
@@ -60,6 +72,7 @@ __all__ = [
     "NotInState",
     "Owner",
     "PushConfigStore",
+    "Sealer",
     "Sender",
     "SigningSecrets",
     "StateConflict",

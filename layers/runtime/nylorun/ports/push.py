@@ -70,3 +70,21 @@ class SigningSecrets(Protocol):
     first). Asked for every delivery; an implementation that caches says how long a rotated value takes to be used."""
 
     def __call__(self) -> list[str]: ...
+
+
+# What a sealed value is for: its KMS encryption context, which each role's grant names (template.yaml), so the
+# turn function (Agents' code) can seal task tokens but open nothing, and only the push function opens push
+# credentials.
+PUSH_CREDENTIAL = "push-credential"
+TASK_TOKEN = "task-token"
+
+
+class Sealer(Protocol):
+    """Secrets at rest (push credentials, callback tokens): sealed before they are stored, opened where used.
+    `about` (a task id) binds a sealed value to its task: it opens only for the same purpose and task."""
+
+    def seal(self, plaintext: str, purpose: str, about: str) -> str: ...
+
+    def open(self, stored: str, purpose: str, about: str) -> str:
+        """The plaintext; a value stored unsealed (before sealing was on, or with no key) as it is."""
+        ...

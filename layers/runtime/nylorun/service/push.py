@@ -31,12 +31,14 @@ from pydantic import ValidationError
 from standardwebhooks.webhooks import Webhook
 
 from nylorun.engine.files import FileService
-from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
+from nylorun.events import ARTIFACT_UPDATED, MAX_DETAIL_BYTES, STATUS_CHANGED, status_digest
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
+    PUSH_CREDENTIAL,
     AddressRefused,
     Delivery,
     DeliveryQueue,
+    Sealer,
     Sender,
     SigningSecrets,
     StoredPushConfig,
@@ -103,8 +105,10 @@ class PushService:
         secrets: SigningSecrets,
         clock: Any = time.time,
         files: FileService | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self._files = files
+        self._sealer = sealer  # opens the config's credentials and token, stored sealed
         self._store = store
         self._sender = sender
         self._queue = queue
@@ -143,8 +147,13 @@ class PushService:
         if pushed is None:
             return FanOut(0, done=True)
         kind, payload = pushed
-        detail_type, detail = event.get("detail-type"), event["detail"]
+        detail = event["detail"]
         task_id, event_id = str(detail["taskId"]), str(detail["eventId"])
+        checked = self._as_in_table(kind, payload, task_id)
+        if checked is None:
+            logger.warning("event not in the table: nothing pushed", extra={"task_id": task_id, "event_id": event_id})
+            return FanOut(0, done=True)
+        payload = checked
         after = self._store.fan_out_cursor(task_id, event_id) if resumed else None
         size = self._settings.push_fan_out_step
         configs = self._store.push_configs_after(task_id, after, size + 1)  # one more: are any left after this step?
@@ -163,7 +172,8 @@ class PushService:
                 for stored in step
             ]
         )
-        if detail_type == STATUS_CHANGED and TaskState(detail["state"]).terminal:
+        # The checked status, not the event's word: a forged COMPLETED must not expire anyone's configs.
+        if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
             # A config lives as long as its task: once the task has ended, it expires after the retention (each
             # step the configs it queued: one step's work stays small).
             expires = int(now) + self._settings.push_config_retention_seconds
@@ -174,6 +184,28 @@ class PushService:
         if after is not None:
             self._store.set_fan_out_cursor(task_id, event_id, None, 0)
         return FanOut(len(step), done=True)
+
+    def _as_in_table(self, kind: str, payload: Any, task_id: str) -> dict[str, Any] | None:
+        """The event's payload as the table vouches for it, or None. Anyone allowed to put events on the bus
+        could otherwise make the Runtime sign any content (issue 15): a status goes out only if it is one of the
+        task's latest statuses (the task item's `statusLog`), an artifact only as the table holds it now."""
+        head = self._store.head(task_id)
+        if head is None or not isinstance(payload, dict) or payload.get("taskId") != task_id:
+            return None
+        if payload.get("contextId") != head["contextId"]:
+            return None
+        if kind == "statusUpdate":
+            status = payload.get("status")
+            return payload if isinstance(status, dict) and status_digest(status) in head.get("statusLog", ()) else None
+        wanted = (payload.get("artifact") or {}).get("artifactId")
+        record = self._store.get(task_id)
+        stored = next((a for a in record.artifacts if a.artifact_id == wanted), None) if record else None
+        if stored is None:
+            return None
+        artifact = stored.wire()
+        if len(json.dumps(artifact)) > MAX_DETAIL_BYTES:  # announced without its parts, as its event was
+            artifact = {k: v for k, v in artifact.items() if k != "parts"} | {"parts": [{"text": "(too large)"}]}
+        return {"taskId": task_id, "contextId": head["contextId"], "artifact": artifact}
 
     # ------------------------------------------------------------------ deliver
     def deliver(self, delivery: Delivery, attempt: int) -> Result:
@@ -204,10 +236,12 @@ class PushService:
         }
         if config.authentication is not None:
             # docs/protocol.md §8.4: Authorization from the config's authentication.
-            credentials = f" {config.authentication.credentials}" if config.authentication.credentials else ""
+            secret = config.authentication.credentials
+            credentials = f" {self._open(secret, delivery.task_id)}" if secret else ""
             headers["Authorization"] = f"{config.authentication.scheme}{credentials}"
         if config.token:
-            headers["X-A2A-Notification-Token"] = config.token  # the a2a-sdk's header for the token
+            # the a2a-sdk's header for the token
+            headers["X-A2A-Notification-Token"] = self._open(config.token, delivery.task_id)
         try:
             response = self._sender.post(config.url, body.encode(), headers)
         except AddressRefused as exc:
@@ -239,6 +273,9 @@ class PushService:
             return stored.subject
         head = self._store.head(delivery.task_id)
         return str(head["subject"]) if head else None
+
+    def _open(self, stored: str, task_id: str) -> str:
+        return self._sealer.open(stored, PUSH_CREDENTIAL, task_id) if self._sealer else stored
 
     def _body(self, delivery: Delivery, extensions: tuple[str, ...]) -> str:
         """The StreamResponse as the config's creator may see it: only the extensions it activated (the ones

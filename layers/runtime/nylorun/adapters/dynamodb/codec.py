@@ -20,6 +20,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from nylorun.adapters.dynamodb import layout
 from nylorun.domain.ids import RUNTIME_KEY
+from nylorun.events import logged
 from nylorun.limits import stored_bytes
 from nylorun.ports import InvalidPageToken, JournalEntry, Owner, StoredPushConfig, TaskRecord
 from nylorun.profile.extensions import Interaction, PlanStep
@@ -109,8 +110,10 @@ def task_item(
     art_seq: int = 0,
     content_bytes: int | None = None,
     interaction_seq: int | None = None,
+    status_log: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The task item (plain) of a record; counters default to those of a record whose history is all stored."""
+    """The task item (plain) of a record; counters default to those of a record whose history is all stored, the
+    status log to its one status."""
     ts = status_ts or record.status.timestamp or now_timestamp()
     spilled = spilled_metadata(record) is not None
     return {
@@ -122,6 +125,7 @@ def task_item(
         "turn": record.turn,
         "state": record.status.state.value,
         "status": status_body(record.status),
+        "statusLog": status_log or logged(None, status_body(record.status)),
         "statusTs": ts,
         "metadata": dumps(record.metadata) if record.metadata is not None and not spilled else None,
         "metadataItem": spilled or None,

@@ -6,12 +6,19 @@ from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.table import Canceled, Table
-from nylorun.ports import JournalEntry, NotInState, TurnCanceled, VersionConflict
+from nylorun.ports import TASK_TOKEN, JournalEntry, NotInState, Sealer, TurnCanceled, VersionConflict
 from nylorun.protocol.models import TaskState
 
 
 class Journal:
     _t: Table
+    _sealer: Sealer | None
+
+    def _seal_token(self, task_id: str, token: str) -> str:
+        return self._sealer.seal(token, TASK_TOKEN, task_id) if self._sealer else token
+
+    def _open_token(self, task_id: str, stored: str) -> str:
+        return self._sealer.open(stored, TASK_TOKEN, task_id) if self._sealer else stored
 
     def journal(self, task_id: str) -> dict[int, JournalEntry]:
         items = self._t.query_all(
@@ -48,11 +55,11 @@ class Journal:
             raise NotInState(f"journal entry {seq} does not exist")
 
     def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
-        self._t.put({**layout.wait_token(task_id, interaction_id), "token": token})
+        self._t.put({**layout.wait_token(task_id, interaction_id), "token": self._seal_token(task_id, token)})
 
     def get_wait_token(self, task_id: str, interaction_id: str) -> str | None:
         item = self._t.get(layout.wait_token(task_id, interaction_id))
-        return str(item["token"]) if item else None
+        return self._open_token(task_id, str(item["token"])) if item else None
 
     def wait_tokens(self, task_id: str) -> list[str]:
         items = self._t.query_all(
@@ -60,4 +67,4 @@ class Journal:
             values={":pk": layout.journal_pk(task_id), ":w": "WAIT#"},
             ConsistentRead=True,
         )
-        return [str(i["token"]) for i in items]
+        return [self._open_token(task_id, str(i["token"])) for i in items]

@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.table import Table, aws
-from nylorun.ports import StoredPushConfig
+from nylorun.ports import PUSH_CREDENTIAL, Sealer, StoredPushConfig
 
 
 class PushConfigs:
     _t: Table
+    _sealer: Sealer | None
 
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        """The config's credentials and token are stored sealed (only the push function opens them: the api
+        never answers with them, the turn function cannot read the item at all)."""
+        if self._sealer is not None:
+            seal, wire = self._sealer.seal, config.config
+            auth = wire.authentication
+            sealed = wire.model_copy(update={
+                "token": seal(wire.token, PUSH_CREDENTIAL, task_id) if wire.token else wire.token,
+                "authentication": auth.model_copy(update={"credentials": seal(auth.credentials, PUSH_CREDENTIAL, task_id)})
+                if auth is not None and auth.credentials else auth,
+            })  # fmt: skip
+            config = replace(config, config=sealed)
         self._t.put(codec.push_item(task_id, config))
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:

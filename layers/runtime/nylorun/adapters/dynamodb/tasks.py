@@ -9,6 +9,7 @@ from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.messages import Messages, record_once
 from nylorun.adapters.dynamodb.table import RETRY, Canceled, Table, aws
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.events import logged
 from nylorun.limits import CALLER_HEADROOM, check_status, checked_bytes, grown
 from nylorun.ports import (
     DuplicateMessage,
@@ -285,6 +286,7 @@ class Tasks(Messages):
                 ":one": 1,
                 ":seq": seq + len(history),
                 ":bytes": used,
+                ":log": logged(head.get("statusLog"), codec.status_body(status)),
             }
             sets = [
                 "#state = :state",
@@ -295,6 +297,7 @@ class Tasks(Messages):
                 "version = version + :one",
                 "msgSeq = :seq",
                 "contentBytes = :bytes",
+                "statusLog = :log",
             ]
             removes: list[str] = []
             if interaction is not None:
@@ -384,6 +387,8 @@ class Tasks(Messages):
                 expression += ", #status = :status"
                 names["#status"] = "status"
                 values[":status"] = codec.status_body(status)
+                expression += ", statusLog = :log"
+                values[":log"] = logged(head.get("statusLog"), values[":status"])
             txn = self._t.transaction().update("task", layout.task(task_id), expression, "version = :v", values,
                                                names or None)
             for i, m in enumerate(messages):
@@ -426,7 +431,7 @@ class Tasks(Messages):
                 "task",
                 layout.task(task_id),
                 "SET #state = :state, #status = :status, statusTs = :ts, GSI1SK = :k, GSI2SK = :k, msgSeq = :seq, "
-                "version = version + :one, contentBytes = :b REMOVE interaction, interactionSeq",
+                "version = version + :one, contentBytes = :b, statusLog = :log REMOVE interaction, interactionSeq",
                 "version = :v",
                 {
                     ":state": status.state.value,
@@ -437,6 +442,7 @@ class Tasks(Messages):
                     ":v": int(head["version"]),
                     ":one": 1,
                     ":b": used,
+                    ":log": logged(head.get("statusLog"), codec.status_body(status)),
                 },
                 _STATE,
             )
