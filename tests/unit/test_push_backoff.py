@@ -255,7 +255,7 @@ def a_task_with_configs(store: InMemoryTaskStore, *config_ids: str) -> str:
     record, _ = store.create_turn(NewTurn(owner=OWNER, context_id="c1", message=message("hi")))
     for n, config_id in enumerate(config_ids):
         config = TaskPushNotificationConfig(id=config_id, task_id=record.task_id, url=f"https://{config_id}.example/hook")
-        store.put_push_config(record.task_id, StoredPushConfig(config=config, created_at=f"2026-01-01T00:00:0{n}Z"))
+        store.put_push_config(record.task_id, StoredPushConfig(config=config, created_at=f"2026-01-01T00:00:{n:02}Z"))
     return record.task_id
 
 
@@ -307,12 +307,12 @@ def test_an_event_the_table_does_not_vouch_for_is_not_pushed() -> None:
     ended["detail"]["state"] = ended["detail"]["statusUpdate"]["status"]["state"] = "TASK_STATE_COMPLETED"
     elsewhere = json.loads(json.dumps(genuine))
     elsewhere["detail"]["taskId"] = elsewhere["detail"]["statusUpdate"]["taskId"] = "t1"
-    counts = [service.fan_out(e) for e in (forged, ended, elsewhere)]
+    counts = [service.fan_out(e).queued for e in (forged, ended, elsewhere)]
     # Then nothing is sent and the config is kept as it was; the genuine event still goes out
     assert counts == [0, 0, 0] and queue.sent == []
     kept = store.get_push_config(task_id, "cfg")
     assert kept is not None and kept.expires_at is None
-    assert service.fan_out(genuine) == 1
+    assert service.fan_out(genuine).queued == 1
 
 
 def test_an_artifact_event_is_pushed_with_the_table_s_content() -> None:
@@ -329,7 +329,7 @@ def test_an_artifact_event_is_pushed_with_the_table_s_content() -> None:
         return {"detail-type": ARTIFACT_UPDATED, "detail": {"taskId": task_id, "eventId": "e", "artifactUpdate": update}}
 
     # When an artifact event with other content, and one for an artifact the task does not have, are fanned out
-    counts = [service.fan_out(artifact_event("a1", "a forged report")), service.fan_out(artifact_event("a2", "x"))]
+    counts = [service.fan_out(artifact_event("a1", "a forged report")).queued, service.fan_out(artifact_event("a2", "x")).queued]
     # Then the known artifact goes out as the table holds it, the unknown one not at all
     assert counts == [1, 0]
     assert queue.sent[0].payload["artifact"]["parts"] == [{"text": "the real report"}]
@@ -350,19 +350,16 @@ def test_a_malformed_retry_after_is_a_bad_header_not_an_exception(header: str) -
 def test_a_large_fan_out_goes_in_steps_and_resumes_where_it_stopped() -> None:
     # Given a task with 25 push configs and fan-out steps of 10
     service, store, _, queue = push_setup(http(200), push_fan_out_step=10)
-    for n in range(2, 26):
-        config = TaskPushNotificationConfig(id=f"cfg-{n:02}", task_id="t1", url="https://other.example/hook")
-        store.put_push_config("t1", StoredPushConfig(config=config, created_at=f"2026-01-01T00:00:{n:02}Z"))
-    update = {**STATUS, "status": {"state": "TASK_STATE_WORKING"}}
-    event = {"detail-type": STATUS_CHANGED,
-             "detail": {"taskId": "t1", "eventId": "e1", "state": "TASK_STATE_WORKING", "statusUpdate": update}}
+    task_id = a_task_with_configs(store, "cfg", *(f"cfg-{n:02}" for n in range(2, 26)))
+    event = status_event(store, task_id, TaskState.WORKING)
+    event_id = str(event["detail"]["eventId"])
     # When the event is fanned out, then comes back (received again) until done, one config deleted meanwhile
     steps = [service.fan_out(event)]
-    store.delete_push_config("t1", "cfg-25")
+    store.delete_push_config(task_id, "cfg-25")
     while not steps[-1].done:
         steps.append(service.fan_out(event, resumed=True))
     # Then it took three steps (10, 10, 4), each config got the event once, in the order of their ids
     assert [(s.queued, s.done) for s in steps] == [(10, False), (10, False), (4, True)]
     assert [d.config_id for d in queue.sent] == ["cfg"] + [f"cfg-{n:02}" for n in range(2, 25)]
     # And the cursor is gone: a later delivery of the same event (a duplicate) starts over, SQS drops its repeats
-    assert store.fan_out_cursor("t1", "e1") is None
+    assert store.fan_out_cursor(task_id, event_id) is None
