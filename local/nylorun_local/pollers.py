@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Self
 
 from nylorun.observability import logger
@@ -30,6 +32,8 @@ class _Poller(ABC):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
         self.idle = threading.Event()
+        # Held for each poll: whoever holds it keeps the function from being invoked by this poller meanwhile.
+        self._polling = threading.Lock()
 
     def start(self) -> Self:
         self._thread.start()
@@ -40,6 +44,18 @@ class _Poller(ABC):
         ACTIVITY.bump()
         self._thread.join(timeout=5)
 
+    @property
+    def function_name(self) -> str:
+        return self._function
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No invocation from this poller until the block ends (the current one, if any, finishes first). Lambda
+        runs one invocation at a time per execution environment; a caller that invokes the handler module itself
+        pauses the poller to keep to that (the handler modules keep per-invocation state)."""
+        with self._polling:
+            yield
+
     @abstractmethod
     def _poll_once(self) -> bool:
         """One look for work: True when it found (and handed on) some."""
@@ -49,7 +65,8 @@ class _Poller(ABC):
         backoff = Backoff(most=self._idle_max)
         while not self._stop.is_set():
             try:
-                worked = self._poll_once()
+                with self._polling:
+                    worked = self._poll_once()
             except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop delivery
                 logger.exception("poller for %s failed; retrying", self._function)
                 worked = False

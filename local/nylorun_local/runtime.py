@@ -9,6 +9,7 @@ import os
 import secrets
 import threading
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +161,13 @@ class LocalRuntime:
             self.app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
         )
         uvicorn.Server(config).run()
+
+    def paused(self, logical_id: str) -> AbstractContextManager[None]:
+        """Keep the poller that invokes this function (e.g. "PushFunction") from invoking it in the block."""
+        assert self.stack is not None
+        name = self.stack.function_names[logical_id]
+        (poller,) = [p for p in self._pollers if p.function_name == name]
+        return poller.paused()
 
     def stop(self) -> None:
         if self._server is not None:
