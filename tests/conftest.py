@@ -40,6 +40,13 @@ def local_runtime() -> Iterator[LocalRuntime]:
                 "NYLORUN_PUSH_RETRY_BASE_SECONDS": "1",
                 "NYLORUN_PUSH_RETRY_MAX_SECONDS": "1",
                 "NYLORUN_PUSH_MAX_AGE_SECONDS": "6",
+                # Quotas far above the defaults: the whole session calls as two subjects, whose waiting tasks
+                # add up across hundreds of tests, and one test sends 50 turns to one context. The quotas'
+                # own tests (tests/reliability/test_quotas.py) build an api with the defaults.
+                "NYLORUN_MAX_TURNS_PER_CONTEXT": "1000",
+                "NYLORUN_MAX_TURNS_PER_SUBJECT": "100000",
+                "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK": "1000",
+                "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT": "100000",
             },
         )
     )

@@ -8,9 +8,12 @@ own contexts and list partition); the DynamoDB store shares the session's table.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,6 +28,8 @@ from nylorun.ports import (
     NewTurn,
     NotInState,
     Owner,
+    QuotaExceeded,
+    Quotas,
     StateConflict,
     StoredPushConfig,
     StoreUnavailable,
@@ -578,3 +583,134 @@ def test_a_fan_out_reads_configs_a_page_at_a_time_and_remembers_how_far_it_got(s
     expires = {c.config.id: c.expires_at for c in store.list_push_configs(record.task_id)}
     assert expires["a"] is not None and expires["b"] is None and expires["c"] is None
 
+
+
+# ---------------------------------------------------------------- quotas (issue 15; nylorun.domain.quotas)
+QUOTAS = Quotas(turns_per_context=2, turns_per_subject=3, push_configs_per_task=2, push_configs_per_subject=3)
+
+
+@pytest.fixture()
+def quota_store(kind: str, request: pytest.FixtureRequest) -> TaskStore:
+    if kind == "memory":
+        return InMemoryTaskStore(quotas=QUOTAS)
+    local_runtime: LocalRuntime = request.getfixturevalue("local_runtime")
+    client = local_runtime.runtime.client("dynamodb") if local_runtime.runtime else None
+    return DynamoTaskStore(client, local_runtime.stack.table_name, quotas=QUOTAS)
+
+
+def refused(call: Callable[[], object], quota: str) -> None:
+    with pytest.raises(QuotaExceeded) as over:
+        call()
+    assert (over.value.quota, over.value.limit) == (quota, QUOTAS.limit(over.value.quota))
+
+
+def test_open_turns_are_capped_per_context_and_per_subject_and_released_when_a_task_ends(
+    quota_store: TaskStore, owner: Owner
+) -> None:
+    store = quota_store
+    # Given a context holding its 2 open turns (one running, one queued)
+    first = opened(store, turn(owner))
+    queued, _ = store.create_turn(turn(owner, first.context_id))
+    before = store.context_state(owner, first.context_id)
+    # When a third turn comes to that context
+    third = turn(owner, first.context_id)
+    # Then it is refused, naming the quota, and nothing is written (no task, no dedupe record, same counters)
+    refused(lambda: store.create_turn(third), "turnsPerContext")
+    assert store.context_state(owner, first.context_id) == before
+    assert store.get(derive_task_id(owner, first.context_id, 3)) is None
+    assert store.task_for_message(owner, third.dedupe_key) is None
+    # And the subject's third open turn (another context, another Agent) fills the subject's quota
+    other_agent = Owner(subject=owner.subject, agent="support")
+    opened(store, turn(other_agent))
+    refused(lambda: store.create_turn(turn(owner)), "turnsPerSubject")
+    # When the queued turn is canceled and the first ends
+    store.set_status(queued.task_id, TaskStatus(state=TaskState.CANCELED), expect={TaskState.SUBMITTED})
+    store.set_status(first.task_id, TaskStatus(state=TaskState.COMPLETED), expect={TaskState.SUBMITTED})
+    # Then both counts have room again: the context takes two more, the subject has one left after that
+    store.create_turn(turn(owner, first.context_id))
+    store.create_turn(turn(owner, first.context_id))
+    refused(lambda: store.create_turn(turn(owner)), "turnsPerSubject")
+    # And another subject is not affected
+    opened(store, turn(Owner(subject=f"{owner.subject}-other", agent="echo")))
+
+
+def test_push_configs_are_capped_per_task_and_per_subject_of_open_tasks(quota_store: TaskStore, owner: Owner) -> None:
+    store = quota_store
+    # Given a task with its 2 configs
+    one, two = opened(store, turn(owner)), opened(store, turn(owner))
+    store.put_push_config(one.task_id, push("a", one.task_id, "2024-01-01"))
+    store.put_push_config(one.task_id, push("b", one.task_id, "2024-01-02"))
+    # When a third is added to it: refused, nothing written; replacing one (same id) still works
+    refused(lambda: store.put_push_config(one.task_id, push("c", one.task_id, "2024-01-03")), "pushConfigsPerTask")
+    store.put_push_config(one.task_id, push("b", one.task_id, "2024-01-04"))
+    assert [c.config.id for c in store.list_push_configs(one.task_id)] == ["a", "b"]
+    # And the subject's third config (on another task) fills the subject's quota: a fourth anywhere is refused
+    store.put_push_config(two.task_id, push("x", two.task_id, "2024-01-01"))
+    refused(lambda: store.put_push_config(two.task_id, push("y", two.task_id, "2024-01-02")), "pushConfigsPerSubject")
+    assert [c.config.id for c in store.list_push_configs(two.task_id)] == ["x"]
+    # When one is deleted (twice: idempotent), there is room for one more
+    store.delete_push_config(one.task_id, "a")
+    store.delete_push_config(one.task_id, "a")
+    store.put_push_config(two.task_id, push("y", two.task_id, "2024-01-02"))
+    refused(lambda: store.put_push_config(one.task_id, push("c", one.task_id, "2024-01-03")), "pushConfigsPerSubject")
+    # When a task ends, its configs leave the subject's count (an ended task sends nothing)
+    store.set_status(two.task_id, TaskStatus(state=TaskState.COMPLETED), expect={TaskState.SUBMITTED})
+    store.put_push_config(one.task_id, push("c", one.task_id, "2024-01-05"))
+    # And an ended task still holds at most its own cap
+    refused(lambda: store.put_push_config(two.task_id, push("z", two.task_id, "2024-01-04")), "pushConfigsPerTask")
+    assert [c.config.id for c in store.list_push_configs(two.task_id)] == ["x", "y"]
+
+
+def test_a_sendmessage_config_is_written_with_its_turn_or_not_at_all(quota_store: TaskStore, owner: Owner) -> None:
+    store = quota_store
+    # Given a subject with 3 configs on one task and two others open (its push quota reached, one turn left)
+    full = opened(store, turn(owner))
+    for config_id in ("a", "b"):
+        store.put_push_config(full.task_id, push(config_id, full.task_id, "2024-01-01"))
+    other = opened(store, turn(owner))
+    store.put_push_config(other.task_id, push("c", other.task_id, "2024-01-01"))
+    # When a new turn comes with a config of its own
+    config = push("inline", "", "2024-01-02")
+    new = dataclasses.replace(turn(owner), push_config=config)
+    # Then the turn is refused with the config, nothing of either written
+    refused(lambda: store.create_turn(new), "pushConfigsPerSubject")
+    assert store.context_state(owner, new.context_id) == {"turns": 0, "started": 0, "activeTask": None}
+    # When a config is deleted, the same turn is created with its config, which carries the new task's id
+    store.delete_push_config(other.task_id, "c")
+    record, _ = store.create_turn(new)
+    [stored] = store.list_push_configs(record.task_id)
+    assert (stored.config.id, stored.config.task_id) == ("inline", record.task_id)
+
+
+@pytest.mark.parametrize("what", ["turns in one context", "turns of one subject", "configs"])
+def test_racing_callers_never_pass_a_quota(quota_store: TaskStore, owner: Owner, what: str) -> None:
+    store = quota_store
+    # Given a fresh context, a fresh subject, or a fresh task
+    target = opened(store, turn(owner)) if what == "configs" else None
+    context_id = f"ctx-{uuid.uuid4()}"
+
+    def attempt(index: int) -> bool:
+        try:
+            if what == "turns of one subject":
+                store.create_turn(turn(owner))  # each in a context of its own
+            elif target is None:
+                store.create_turn(turn(owner, context_id))
+            else:
+                store.put_push_config(target.task_id, push(f"c{index}", target.task_id, "2024-01-01"))
+            return True
+        except QuotaExceeded:
+            return False
+
+    # When 12 callers race
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        accepted = sum(pool.map(attempt, range(12)))
+    # Then exactly the quota's worth were accepted, and that is what the store holds
+    if what == "turns of one subject":
+        assert accepted == QUOTAS.turns_per_subject
+        assert store.list_tasks(owner, TaskQuery()).total_size == QUOTAS.turns_per_subject
+    elif target is None:
+        assert accepted == QUOTAS.turns_per_context
+        assert store.context_state(owner, context_id)["turns"] == QUOTAS.turns_per_context
+    else:
+        assert accepted == QUOTAS.push_configs_per_task
+        assert len(store.list_push_configs(target.task_id)) == QUOTAS.push_configs_per_task

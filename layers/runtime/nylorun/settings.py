@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nylorun.domain.quotas import Quotas
 from nylorun.domain.signing import PushSigning
 from nylorun.limits import CALLER_HEADROOM, DEFAULT_MAX_TASK_BYTES, MAX_STORED_JSON_BYTES
 from nylorun.observability import logger
@@ -99,6 +100,12 @@ class Settings(BaseModel):
     max_task_bytes: int = Field(
         default=DEFAULT_MAX_TASK_BYTES, ge=MAX_STORED_JSON_BYTES + CALLER_HEADROOM, le=DEFAULT_MAX_TASK_BYTES
     )
+    # Per-subject quotas (issue 15, README "Security"; nylorun.domain.quotas): open turns (running, waiting for a
+    # person, or queued) per context and per subject, push configs per task and per subject (of its open tasks).
+    max_turns_per_context: int = Field(default=Quotas.turns_per_context, ge=1)
+    max_turns_per_subject: int = Field(default=Quotas.turns_per_subject, ge=1)
+    max_push_configs_per_task: int = Field(default=Quotas.push_configs_per_task, ge=1)
+    max_push_configs_per_subject: int = Field(default=Quotas.push_configs_per_subject, ge=1)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
     interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
     documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
@@ -139,6 +146,15 @@ class Settings(BaseModel):
             # Without it each cold start would key subjects its own way, and no task would be found again.
             raise ValueError("NYLORUN_RUNTIME_KEY_ARN is not set: the template's RuntimeKey secret keys subjects")
         return self
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(
+            turns_per_context=self.max_turns_per_context,
+            turns_per_subject=self.max_turns_per_subject,
+            push_configs_per_task=self.max_push_configs_per_task,
+            push_configs_per_subject=self.max_push_configs_per_subject,
+        )
 
     @property
     def push_enabled(self) -> bool:
@@ -190,6 +206,10 @@ class Settings(BaseModel):
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",
             "max_task_bytes": "NYLORUN_MAX_TASK_BYTES",
             "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
+            "max_turns_per_context": "NYLORUN_MAX_TURNS_PER_CONTEXT",
+            "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
+            "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",
+            "max_push_configs_per_subject": "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT",
             "documentation_url": "NYLORUN_DOCUMENTATION_URL",
             "icon_url": "NYLORUN_ICON_URL",
         }

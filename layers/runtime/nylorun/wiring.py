@@ -90,8 +90,10 @@ class Runtime:
 
     @cached_property
     def store(self) -> DynamoTaskStore:
+        settings = self.settings
         return DynamoTaskStore(
-            self.client("dynamodb"), self.settings.table_name, self.settings.max_task_bytes, sealer=self.sealer
+            self.client("dynamodb"), settings.table_name, settings.max_task_bytes, sealer=self.sealer,
+            quotas=settings.quotas,
         )
 
     @cached_property

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nylorun.adapters.dynamodb import codec
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.domain.quotas import QuotaExceeded, Quotas
 from nylorun.events import logged
 from nylorun.limits import (
     CALLER_HEADROOM,
@@ -48,6 +49,7 @@ from nylorun.ports import (
     TurnHandler,
     TurnOrchestrator,
     VersionConflict,
+    with_task,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
@@ -59,6 +61,13 @@ class _Context:
     started: int = 0  # turns that took the context (in turn order)
     active_task: str | None = None
     last_task: str | None = None
+    open_turns: int = 0  # created and not ended (domain/quotas.py)
+
+
+@dataclass
+class _Subject:
+    open_turns: int = 0
+    push_configs: int = 0  # configs of the subject's open tasks
 
 
 @dataclass
@@ -93,8 +102,10 @@ def _copy(record: TaskRecord, *, with_content: bool = True) -> TaskRecord:
 class InMemoryTaskStore:
     """The `TaskStore` port in one process's memory; thread-safe."""
 
-    def __init__(self, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES) -> None:
+    def __init__(self, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, quotas: Quotas | None = None) -> None:
         self._max_task_bytes = max_task_bytes
+        self._quotas = quotas or Quotas()
+        self._subjects: dict[str, _Subject] = {}
         self._lock = threading.RLock()
         self._tasks: dict[str, _Task] = {}
         self._contexts: dict[tuple[Owner, str], _Context] = {}
@@ -122,7 +133,16 @@ class InMemoryTaskStore:
                 queue=queue,
                 timestamp=ts,
             )
+            subject = self._subjects.setdefault(new.owner.subject, _Subject())
+            if ctx.open_turns >= self._quotas.turns_per_context:
+                raise QuotaExceeded("turnsPerContext", self._quotas.turns_per_context)
+            if subject.open_turns >= self._quotas.turns_per_subject:
+                raise QuotaExceeded("turnsPerSubject", self._quotas.turns_per_subject)
+            if new.push_config is not None and subject.push_configs >= self._quotas.push_configs_per_subject:
+                raise QuotaExceeded("pushConfigsPerSubject", self._quotas.push_configs_per_subject)
             task_id = opening.task_id
+            ctx.open_turns += 1
+            subject.open_turns += 1
             ctx.turns = opening.turn
             ctx.last_task = task_id
             if opening.takes_context:
@@ -140,6 +160,10 @@ class InMemoryTaskStore:
             )
             self._tasks[task_id] = _Task(record=record, status_ts=ts, content_bytes=stored_bytes(message))
             self._messages[(new.owner, new.dedupe_key)] = task_id
+            if new.push_config is not None:
+                stored = with_task(new.push_config, task_id)
+                self._push.setdefault(task_id, {})[str(stored.config.id)] = codec.push_item(task_id, stored)
+                subject.push_configs += 1
             return _copy(record), opening.takes_context
 
     def claim_next(self, owner: Owner, context_id: str) -> str | None:
@@ -245,6 +269,14 @@ class InMemoryTaskStore:
                 raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
             task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes if enforce_budget else None)
             record = task.record
+            ctx = self._contexts.get((record.owner, record.context_id))
+            if status.state.terminal and not record.state.terminal:
+                # The task ends: its turn and its push configs leave the open counts (domain/quotas.py).
+                subject = self._subjects.setdefault(record.owner.subject, _Subject())
+                subject.open_turns -= 1
+                subject.push_configs -= len(self._push.get(task_id, {}))
+                if ctx is not None:
+                    ctx.open_turns -= 1
             ts = status.timestamp or now_timestamp()
             record.status = _stored(status.model_copy(update={"timestamp": ts}))
             task.status_ts = ts
@@ -255,7 +287,6 @@ class InMemoryTaskStore:
                 record.plan = [_stored(step) for step in plan]
             record.version += 1
             task.status_changed()
-            ctx = self._contexts.get((record.owner, record.context_id))
             if status.state.terminal and ctx is not None and ctx.active_task == task_id:
                 ctx.active_task = None  # a terminal status frees the context for its next turn
             # As the DynamoDB store: the new status, interaction and plan; history and artifacts are for `get`.
@@ -393,9 +424,21 @@ class InMemoryTaskStore:
 
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        """Add or replace (same id) a config; a new one counts against its task and, while the task is open, its
+        subject (QuotaExceeded over either, nothing written)."""
         item = codec.push_item(task_id, config)
         with self._lock:
-            self._push.setdefault(task_id, {})[str(config.config.id)] = item
+            configs = self._push.setdefault(task_id, {})
+            task = self._tasks.get(task_id)
+            if str(config.config.id) not in configs and task is not None:
+                if len(configs) >= self._quotas.push_configs_per_task:
+                    raise QuotaExceeded("pushConfigsPerTask", self._quotas.push_configs_per_task)
+                if not task.record.state.terminal:
+                    subject = self._subjects.setdefault(task.record.owner.subject, _Subject())
+                    if subject.push_configs >= self._quotas.push_configs_per_subject:
+                        raise QuotaExceeded("pushConfigsPerSubject", self._quotas.push_configs_per_subject)
+                    subject.push_configs += 1
+            configs[str(config.config.id)] = item
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
         with self._lock:
@@ -409,7 +452,10 @@ class InMemoryTaskStore:
 
     def delete_push_config(self, task_id: str, config_id: str) -> None:
         with self._lock:
-            self._push.get(task_id, {}).pop(config_id, None)
+            removed = self._push.get(task_id, {}).pop(config_id, None)
+            task = self._tasks.get(task_id)
+            if removed is not None and task is not None and not task.record.state.terminal:
+                self._subjects.setdefault(task.record.owner.subject, _Subject()).push_configs -= 1
 
     def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
         """Marks the task's configs to expire (DynamoDB's TTL deletes them, and both stores' sweep)."""

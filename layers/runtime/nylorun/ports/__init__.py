@@ -17,6 +17,7 @@ from nylorun.domain.errors import (
     VersionConflict,
 )
 from nylorun.domain.ids import Owner
+from nylorun.domain.quotas import QuotaExceeded, Quotas
 from nylorun.ports.files import REFUSED_TAG, Fetcher, FileStore, FileTooLarge, StoredObject
 from nylorun.ports.push import (
     PUSH_CREDENTIAL,
@@ -44,6 +45,7 @@ from nylorun.ports.tasks import (
     TaskRecord,
     TaskStore,
     TurnStore,
+    with_task,
 )
 from nylorun.protocol.models import TaskStatus
 
@@ -72,6 +74,8 @@ __all__ = [
     "NotInState",
     "Owner",
     "PushConfigStore",
+    "QuotaExceeded",
+    "Quotas",
     "Sealer",
     "Sender",
     "SigningSecrets",
@@ -91,4 +95,5 @@ __all__ = [
     "TurnOrchestrator",
     "TurnStore",
     "VersionConflict",
+    "with_task",
 ]

@@ -6,6 +6,7 @@ errors (`nylorun.domain.errors`); mapping to JSON-RPC errors happens in the serv
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -47,6 +48,9 @@ class NewTurn:
     retry_key: str = ""
     # The task the same message made before, which the caller has since acted on: this turn takes its key.
     replaces_task: str | None = None
+    # SendMessage's `taskPushNotificationConfig`: written with the task (its `taskId` set then), counted as
+    # `put_push_config` counts it, so a quota refuses the message and the config together.
+    push_config: StoredPushConfig | None = None
 
     @property
     def dedupe_key(self) -> str:
@@ -84,6 +88,11 @@ class StoredPushConfig:
     subject: str = ""
 
 
+def with_task(stored: StoredPushConfig, task_id: str) -> StoredPushConfig:
+    """The config as it is kept for task `task_id` (a SendMessage's config learns its task id with the task)."""
+    return dataclasses.replace(stored, config=stored.config.model_copy(update={"task_id": task_id}))
+
+
 JournalKind = Literal["effect", "interaction", "usage"]
 
 
@@ -111,7 +120,8 @@ class TurnStore(Protocol):
         """Open the context's next turn: task SUBMITTED, message in history. Returns the task and whether
         it took the context (start it now) or is queued behind the busy context. `queue=False` raises
         ContextBusy instead of queueing. DuplicateMessage if the messageId was seen before (so a retried
-        call answers with the first call's task)."""
+        call answers with the first call's task). QuotaExceeded (nothing written) when the context or the
+        subject already holds its most open turns, or the subject its most push configs."""
         ...
 
     def claim_next(self, owner: Owner, context_id: str) -> str | None:
@@ -215,13 +225,19 @@ class JournalStore(Protocol):
 class PushConfigStore(Protocol):
     """Push notification configs of tasks."""
 
-    def put_push_config(self, task_id: str, config: StoredPushConfig) -> None: ...
+    def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
+        """Add, or replace (same id), a config. A new one counts against its task and, while the task is open,
+        against the task's subject: QuotaExceeded over either, nothing written. A config of a task that does not
+        exist counts nowhere (the sweep removes it)."""
+        ...
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
 
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]: ...
 
-    def delete_push_config(self, task_id: str, config_id: str) -> None: ...
+    def delete_push_config(self, task_id: str, config_id: str) -> None:
+        """Remove a config (absent is fine), and its place in the counts `put_push_config` made."""
+        ...
 
     def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
         """The task ended: its configs (those named, else all) expire (TTL) at `expires_at` (epoch seconds)."""

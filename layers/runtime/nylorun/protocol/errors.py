@@ -128,3 +128,17 @@ def context_busy(context_id: str, task_id: str | None) -> UnsupportedOperationEr
     return UnsupportedOperationError(
         "Context is busy", reason="CONTEXT_BUSY", domain=PROFILE_DOMAIN, metadata=metadata
     )
+
+
+def quota_exceeded(quota: str, limit: int, what: str) -> UnsupportedOperationError:
+    """A per-subject quota refused the request and nothing was written (README "Security", "Decisions").
+
+    Like CONTEXT_BUSY: an A2A code every client maps (-32004: the Runtime will not do this now), the quota's own
+    reason under the profile's domain, and the quota's name and limit in `metadata`, where SDK clients look.
+    """
+    return UnsupportedOperationError(
+        f"Quota {quota} reached: at most {limit} {what}",
+        reason="QUOTA_EXCEEDED",
+        domain=PROFILE_DOMAIN,
+        metadata={"reason": "QUOTA_EXCEEDED", "quota": quota, "limit": limit},
+    )

@@ -31,6 +31,7 @@ from nylorun.ports import (
     InvalidPageToken,
     NewTurn,
     Owner,
+    QuotaExceeded,
     StateConflict,
     StoredPushConfig,
     TaskQuery,
@@ -38,6 +39,7 @@ from nylorun.ports import (
     TaskStore,
     TooLarge,
     TurnOrchestrator,
+    with_task,
 )
 from nylorun.profile.extensions import (
     INTERACTIONS,
@@ -55,6 +57,7 @@ from nylorun.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
     context_busy,
+    quota_exceeded,
 )
 from nylorun.protocol.models import (
     AuthenticationInfo,
@@ -192,6 +195,7 @@ class A2AService:
         message = request.message.model_copy(update={"task_id": None, "context_id": context_id})
         # Profile v2: `delivery: "reject"` in the message's metadata refuses a busy context instead.
         reject = (message.metadata or {}).get("delivery") == "reject"
+        push = request.configuration.task_push_notification_config if request.configuration else None
         with self._inbound_files(caller, context_id, message) as message:
             try:
                 record, took_context = self._store.create_turn(
@@ -202,19 +206,20 @@ class A2AService:
                         metadata=request.metadata,
                         retry_key=retry_key,
                         replaces_task=replaces,
+                        # Written with the task, so a quota refuses both or neither.
+                        push_config=self._stored_push_config(push, caller) if push is not None else None,
                     ),
                     queue=not reject,
                 )
             except ContextBusy as busy:
                 raise context_busy(context_id, busy.active_task_id) from None
+            except QuotaExceeded as over:
+                raise _over_quota(over) from None
             except DuplicateMessage as duplicate:  # raced with the same messageId: the winner's files are kept
                 self._refused_files(message)
                 record = self._owned(caller.owner, duplicate.task_id)
                 self._scheduler.resubmitted(record)
                 return self._respond(caller, record, request)
-        push = request.configuration.task_push_notification_config if request.configuration else None
-        if push is not None:
-            self._save_push_config(record.task_id, push, caller)
         self._scheduler.submitted(record, took_context)
         logger.info("turn submitted", extra={"task_id": record.task_id, "queued": not took_context})
         return self._respond(caller, record, request)
@@ -456,6 +461,20 @@ class A2AService:
         except PushUrlRejected as exc:
             raise InvalidParamsError(str(exc), field_violations=[("url", str(exc))]) from None
 
+    @staticmethod
+    def _stored_push_config(
+        config: TaskPushNotificationConfig, caller: Caller, expires_at: int | None = None
+    ) -> StoredPushConfig:
+        saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "tenant": None})
+        # The caller's subject: its deliveries are signed with that subject's key (issue 15).
+        return StoredPushConfig(
+            config=saved,
+            created_at=now_timestamp(),
+            extensions=caller.extensions,
+            expires_at=expires_at,
+            subject=caller.subject,
+        )
+
     def _save_push_config(
         self,
         task_id: str,
@@ -463,17 +482,12 @@ class A2AService:
         caller: Caller,
         expires_at: int | None = None,
     ) -> TaskPushNotificationConfig:
-        saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "task_id": task_id, "tenant": None})
-        # The caller's subject: its deliveries are signed with that subject's key (issue 15).
-        stored = StoredPushConfig(
-            config=saved,
-            created_at=now_timestamp(),
-            extensions=caller.extensions,
-            expires_at=expires_at,
-            subject=caller.subject,
-        )
-        self._store.put_push_config(task_id, stored)
-        return saved
+        stored = with_task(self._stored_push_config(config, caller, expires_at), task_id)
+        try:
+            self._store.put_push_config(task_id, stored)
+        except QuotaExceeded as over:
+            raise _over_quota(over) from None
+        return stored.config
 
     @contextmanager
     def _inbound_files(self, caller: Caller, context_id: str, message: Message) -> Iterator[Message]:
@@ -573,6 +587,21 @@ def _over_budget(large: TooLarge) -> InvalidParamsError:
         "content as a url part",
         field_violations=[("message", f"Over the task's size budget: {large}.")],
     )
+
+
+# What each quota counts, as its error says it (README "Security").
+_QUOTA_UNITS = {
+    "turnsPerContext": "open turns (running, waiting for a person, or queued) in one context; wait for one to end "
+    "or cancel one",
+    "turnsPerSubject": "open turns (running, waiting for a person, or queued) for one caller; wait for one to end "
+    "or cancel one",
+    "pushConfigsPerTask": "push notification configs on one task; delete one first",
+    "pushConfigsPerSubject": "push notification configs on one caller's open tasks; delete one first",
+}
+
+
+def _over_quota(over: QuotaExceeded) -> UnsupportedOperationError:
+    return quota_exceeded(over.quota, over.limit, _QUOTA_UNITS[over.quota])
 
 
 def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:

@@ -17,6 +17,7 @@ from nylorun.adapters.dynamodb.stream import decode_change
 from nylorun.adapters.dynamodb.table import Table
 from nylorun.adapters.dynamodb.tasks import Tasks
 from nylorun.domain.ids import derive_task_id, subject_key
+from nylorun.domain.quotas import Quotas
 from nylorun.limits import DEFAULT_MAX_TASK_BYTES
 from nylorun.ports import Sealer, TaskStore
 
@@ -27,13 +28,20 @@ __all__ = ["DynamoTaskStore", "decode_change", "derive_task_id", "subject_key"]
 class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions):
     """The `TaskStore` port on DynamoDB. Raises only domain errors (`nylorun.domain.errors`)."""
 
-    def __init__(self, client: Any, table_name: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES,
-                 sealer: Sealer | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        max_task_bytes: int = DEFAULT_MAX_TASK_BYTES,
+        sealer: Sealer | None = None,
+        quotas: Quotas | None = None,
+    ) -> None:
         self._t = Table(client, table_name)
         self._max_task_bytes = max_task_bytes
         # Push credentials and callback tokens are sealed before they are written (template.yaml StackKey);
         # without a sealer (no key) they are stored as they are.
         self._sealer = sealer
+        self._quotas = quotas or Quotas()
 
 
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow

@@ -1,17 +1,19 @@
 """The item layout of the task table (`TasksTable` in template.yaml): every key the store writes, in one place.
 
 Items (PK / SK):
-    TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters, GSI keys,
+    TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters (its push
+                                     configs: `pushConfigs`), GSI keys,
                                      metadata when small, `contentBytes` (history + artifacts, the size budget)
     TASK#<task>      META            the task's metadata when larger than INLINE_METADATA_BYTES (written once)
     TASK#<task>      MSG#<seq:08>    one history message (wire JSON)
     TASK#<task>      ART#<artifact>  one artifact (wire JSON) and its order
-    CTX#<agent>#<subject-key>#<context>    CTX    the context: turn counter, turns started, active task
+    CTX#<agent>#<subject-key>#<context>    CTX    the context: turn counter, turns started, active task, open turns
     MID#<agent>#<subject-key>#<retry-key>  MID    which task a message made (duplicate sends)
     JRN#<task>       OP#<seq:05>     the turn journal: effects, interactions, usage, in code order
     JRN#<task>       WAIT#<interaction>  the Step Functions callback token of an open interaction
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
+    SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
     FILE#<scope>     PATH#<path>     the latest version number of an output path
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
@@ -76,6 +78,11 @@ def artifact(task_id: str, artifact_id: str) -> Key:
 
 def context(owner: Owner, context_id: str) -> Key:
     return {"PK": f"CTX#{owner_key(owner)}#{context_id}", "SK": "CTX"}
+
+
+def subject_quota(owner: Owner) -> Key:
+    """The subject's quota counts (domain/quotas.py): one item per subject, whichever Agent it calls."""
+    return {"PK": f"SUBJ#{subject_key(owner.subject)}", "SK": "QUOTA"}
 
 
 def sent(owner: Owner, retry_key: str) -> Key:

@@ -9,6 +9,7 @@ from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.messages import Messages, record_once
 from nylorun.adapters.dynamodb.table import RETRY, Canceled, Table, aws
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
+from nylorun.domain.quotas import QuotaExceeded, Quotas
 from nylorun.events import logged
 from nylorun.limits import CALLER_HEADROOM, check_status, checked_bytes, grown
 from nylorun.ports import (
@@ -17,9 +18,11 @@ from nylorun.ports import (
     NewTurn,
     NotInState,
     Owner,
+    StoredPushConfig,
     TaskPage,
     TaskQuery,
     TaskRecord,
+    with_task,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, format_timestamp, now_timestamp
@@ -27,9 +30,23 @@ from nylorun.protocol.models import Artifact, Message, TaskState, TaskStatus, fo
 _STATE = {"#state": "state", "#status": "status"}
 
 
+def _subject_opens(quotas: Quotas, config: StoredPushConfig | None) -> tuple[str, str, dict[str, Any]]:
+    """The subject quota item's update for a new turn (with its SendMessage config, if any): expression,
+    condition, values. Its condition fails only over a quota."""
+    expression = "ADD openTurns :one"
+    condition = "(attribute_not_exists(openTurns) OR openTurns < :turns)"
+    values: dict[str, Any] = {":one": 1, ":turns": quotas.turns_per_subject}
+    if config is not None:
+        expression += ", pushConfigs :one"
+        condition += " AND (attribute_not_exists(pushConfigs) OR pushConfigs < :configs)"
+        values[":configs"] = quotas.push_configs_per_subject
+    return expression, condition, values
+
+
 class Tasks(Messages):
     _t: Table
     _max_task_bytes: int
+    _quotas: Quotas
 
     # ------------------------------------------------------------------ turns
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
@@ -53,6 +70,10 @@ class Tasks(Messages):
                 queue=queue,
                 timestamp=now_timestamp(),
             )
+            quotas = self._quotas
+            open_turns = int(ctx.get("openTurns", 0))
+            if open_turns >= quotas.turns_per_context:
+                raise QuotaExceeded("turnsPerContext", quotas.turns_per_context)
             turn, task_id, busy = opening.turn, opening.task_id, not opening.takes_context
             message = new.message.model_copy(update={"task_id": task_id, "context_id": new.context_id})
             record = TaskRecord(
@@ -65,25 +86,35 @@ class Tasks(Messages):
                 metadata=new.metadata,
                 version=1,
             )
-            values: dict[str, Any] = {":turn": turn, ":task": task_id}
+            values: dict[str, Any] = {":turn": turn, ":task": task_id, ":one": 1}
             if not ctx:
                 condition = "attribute_not_exists(PK)"
             else:
-                condition = "turns = :prev"
-                values[":prev"] = previous
+                # Quotas: an ending turn decrements `openTurns` without touching `turns`, so it is counted with
+                # ADD under its own condition, never set from what was read.
+                condition = "turns = :prev AND (attribute_not_exists(openTurns) OR openTurns < :most)"
+                values.update({":prev": previous, ":most": quotas.turns_per_context})
             expression = "SET turns = :turn, lastTask = :task"
             if not busy:
                 # The context is free: this turn takes it at once.
                 expression += ", started = :turn, activeTask = :task"
                 if ctx:
                     condition += " AND attribute_not_exists(activeTask) AND started = :prev"
+            expression += " ADD openTurns :one"
             txn = (
                 self._t.transaction()
                 .update("context", ctx_key, expression, condition, values)
-                .put("task", codec.task_item(record, msg_seq=1), "attribute_not_exists(PK)")
+                .update("subject", layout.subject_quota(new.owner), *_subject_opens(quotas, new.push_config))
+                .put(
+                    "task",
+                    codec.task_item(record, msg_seq=1) | {"pushConfigs": int(new.push_config is not None)},
+                    "attribute_not_exists(PK)",
+                )
                 .put("message", {**layout.message(task_id, 1), "body": codec.message_body(message)})
             )
             record_once(txn, "sent", new.owner, new.dedupe_key, task_id, replaces_task=new.replaces_task)
+            if new.push_config is not None:
+                txn.put("config", codec.push_item(task_id, with_task(new.push_config, task_id)))
             spilled = codec.spilled_metadata(record)
             if spilled is not None:
                 txn.put("metadata", {**layout.metadata(task_id), "body": spilled})
@@ -92,6 +123,11 @@ class Tasks(Messages):
             except Canceled as canceled:
                 if canceled.failed("sent"):
                     raise DuplicateMessage(str(canceled.old("sent").get("taskId", ""))) from None
+                if canceled.failed("subject"):
+                    subject = self._t.get(layout.subject_quota(new.owner)) or {}
+                    if int(subject.get("openTurns", 0)) >= quotas.turns_per_subject:
+                        raise QuotaExceeded("turnsPerSubject", quotas.turns_per_subject) from None
+                    raise QuotaExceeded("pushConfigsPerSubject", quotas.push_configs_per_subject) from None
                 # Another turn opened (or the context was freed) meanwhile: read it again. Many callers
                 # racing on one context each get the next number, in the order their writes land.
                 continue
@@ -311,13 +347,38 @@ class Tasks(Messages):
                 names["#plan"] = "plan"
                 values[":plan"] = codec.plan_body(list(plan))
             expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-            txn = self._t.transaction().update("task", layout.task(task_id), expression, "version = :v", values, names)
+            ends = status.state.terminal and not TaskState(head["state"]).terminal
+            condition = "version = :v"
+            configs = int(head.get("pushConfigs", 0))
+            if ends:
+                # The subject's count releases exactly the configs the task has: a config added meanwhile
+                # (which does not move the version) makes this write read again.
+                condition += " AND (attribute_not_exists(pushConfigs) OR pushConfigs = :configs)"
+                values[":configs"] = configs
+            txn = self._t.transaction().update("task", layout.task(task_id), expression, condition, values, names)
             for i, m in enumerate(history):
                 txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m)})
             ctx_key = layout.context(record.owner, record.context_id)
-            if status.state.terminal and (self._t.get(ctx_key) or {}).get("activeTask") == task_id:
-                # A terminal status frees the context for its next turn, in the same transaction.
-                txn.update("context", ctx_key, "REMOVE activeTask", "activeTask = :task", {":task": task_id})
+            active = status.state.terminal and (self._t.get(ctx_key) or {}).get("activeTask") == task_id
+            if ends or active:
+                # A terminal status frees the context for its next turn, and the task that ends leaves the open
+                # counts (domain/quotas.py), in the same transaction.
+                clauses: list[str] = []
+                ctx_values: dict[str, Any] = {}
+                if ends:
+                    clauses.append("ADD openTurns :minus")
+                    ctx_values[":minus"] = -1
+                if active:
+                    clauses.append("REMOVE activeTask")
+                    ctx_values[":task"] = task_id
+                txn.update("context", ctx_key, " ".join(clauses), "activeTask = :task" if active else None, ctx_values)
+            if ends:
+                txn.update(
+                    "subject",
+                    layout.subject_quota(record.owner),
+                    "ADD openTurns :minus, pushConfigs :released",
+                    values={":minus": -1, ":released": -configs},
+                )
             try:
                 txn.write()
             except Canceled:
