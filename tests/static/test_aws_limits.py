@@ -182,6 +182,11 @@ def name_problems(
 LAMBDA_QUOTAS = "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
 LAMBDA_CREATE = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html"
 ESM_API = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html"
+# "You can reserve up to the Unreserved account concurrency value ... minus 100": of the default quota of 1,000
+# concurrent executions (LAMBDA_QUOTAS), at most 900 may be reserved. An account with a raised quota may reserve
+# more; this check keeps the template deployable on the default.
+LAMBDA_RESERVED = "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html"
+DEFAULT_ACCOUNT_CONCURRENCY, UNRESERVED_MINIMUM = 1000, 100
 SQS_API = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html"
 SQS_QUOTAS = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html"
 SQS_DLQ = (
@@ -238,6 +243,8 @@ def function_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Pr
         problems.append(f"{name}: Description over 256 characters ({LAMBDA_CREATE})")
     if "FunctionName" in props:
         problems += name_problems(f"{name}.FunctionName", props["FunctionName"], 64, LAMBDA_QUOTAS, tpl)
+    reservable = DEFAULT_ACCOUNT_CONCURRENCY - UNRESERVED_MINIMUM
+    problems += in_range(props, "ReservedConcurrentExecutions", 0, reservable, LAMBDA_RESERVED, tpl, name)
     timeout = extreme(props.get("Timeout", 3), 3, tpl)
     for event_name, event in (props.get("Events") or {}).items():
         where, kind, ev = f"{name}.Events.{event_name}", event.get("Type"), event.get("Properties", {})
@@ -647,6 +654,8 @@ BROKEN_VALUES = [
     pytest.param(R + "TurnFunctionRole.Properties.RoleName", "turn-role", "is the same in every stack", id="fixed role name"),
     pytest.param(R + "FilesBucket.Properties.LifecycleConfiguration.Rules.0.NoncurrentVersionExpiration.NoncurrentDays", 0, "NoncurrentDays 0 is outside", id="noncurrent days 0"),
     pytest.param(R + "TurnFunction.Properties.MemorySize", 20480, "TurnFunction.MemorySize 20480 is outside", id="memory 20480"),
+    pytest.param(R + "TurnFunction.Properties.ReservedConcurrentExecutions", 950, "TurnFunction.ReservedConcurrentExecutions 950 is outside 0-900", id="reservation leaving under 100 unreserved"),
+    pytest.param(R + "PushFunction.Properties.Events.Queued.Properties.ScalingConfig.MaximumConcurrency", 1, "Queued.MaximumConcurrency 1 is outside 2-1000", id="maximum concurrency 1"),
     pytest.param(R + "PushFunction.Properties.Timeout", 61, "PushQueue VisibilityTimeout 360 < 6 x Timeout 61", id="visibility under 6 x timeout"),
     pytest.param(R + "DispatchFunction.Properties.Events.Queued.Properties.BatchSize", 11, "Queued.BatchSize 11 is outside 1-10", id="FIFO batch 11"),
     pytest.param(R + "PushFunction.Properties.Events.Queued.Properties.MaximumBatchingWindowInSeconds", 301, "MaximumBatchingWindowInSeconds 301 is outside 0-300", id="batching window 301"),
@@ -688,6 +697,7 @@ BROKEN_PARAMETERS = [
     pytest.param({"Type": "Number", "Default": 30, "AllowedValues": [7, 30, 45]}, R + "TurnStateMachineLogs.Properties.RetentionInDays", "RetentionInDays 45 is not one of", id="retention parameter with a bad value"),
     pytest.param({"Type": "Number", "Default": 30, "MinValue": 1, "MaxValue": 3653}, R + "TurnStateMachineLogs.Properties.RetentionInDays", "parameter Extra has no AllowedValues", id="retention parameter as a range"),
     pytest.param({"Type": "Number", "Default": 100, "MinValue": 1}, R + "HttpApi.Properties.DefaultRouteSettings.ThrottlingRateLimit", "parameter Extra has no MinValue/MaxValue", id="throttling rate parameter without a bound"),
+    pytest.param({"Type": "Number", "Default": 100, "MinValue": 0}, R + "TurnFunction.Properties.ReservedConcurrentExecutions", "parameter Extra has no MinValue/MaxValue", id="reservation parameter without a bound"),
 ]  # fmt: skip
 
 

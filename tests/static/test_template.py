@@ -481,3 +481,55 @@ def test_cfn_lint_fails_a_broken_copy(run: str, expected: str, cfn_lint_runs: di
     # Then it fails and names the fault
     assert result.returncode != 0
     assert expected in result.stdout
+
+
+# ---------------------------------------------------------------- a throttled turn waits (issue 15, quotas)
+THROTTLED = "Lambda.TooManyRequestsException"
+# The turn function has reserved concurrency (template.yaml TurnReservedConcurrency): past it, Lambda throttles, and a
+# burst of turns must wait for room rather than fail. Five minutes is long enough for 300-second turns to end.
+THROTTLE_WAIT_SECONDS = 300
+
+
+def throttle_problems(machine: dict[str, Any]) -> list[str]:
+    """Every Lambda invoke retries a throttle (the first retrier that matches it, as Step Functions picks) for at least
+    THROTTLE_WAIT_SECONDS in all."""
+    problems = []
+    for name, state in machine["States"].items():
+        if not str(state.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke"):
+            continue
+        retrier = next(
+            (r for r in state.get("Retry", []) if {THROTTLED, "States.ALL"} & set(r["ErrorEquals"])), None
+        )
+        if retrier is None:
+            problems.append(f"{name}: a throttled invoke is not retried")
+            continue
+        interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
+        waited = sum(interval * rate**i for i in range(retrier.get("MaxAttempts", 3)))
+        if waited < THROTTLE_WAIT_SECONDS:
+            problems.append(f"{name}: a throttled invoke is retried for {waited:g} s in all, under {THROTTLE_WAIT_SECONDS}")
+    return problems
+
+
+def test_a_throttled_turn_waits_for_room_rather_than_failing() -> None:
+    assert throttle_problems(json.loads(_asl_text())) == []
+
+
+def _throttle_in_the_service_errors(machine: dict[str, Any]) -> None:
+    # As before issue 15: a throttle retried with the service errors, 3 attempts (7 s).
+    machine["States"]["RunTurn"]["Retry"].pop(0)
+    machine["States"]["RunTurn"]["Retry"][0]["ErrorEquals"].append(THROTTLED)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        pytest.param(_throttle_in_the_service_errors, "RunTurn: a throttled invoke is retried for 7 s", id="3 attempts"),
+        pytest.param(lambda m: m["States"]["WaitForAnswer"]["Retry"].pop(0), "WaitForAnswer: a throttled invoke is not retried", id="not retried"),
+    ],
+)  # fmt: skip
+def test_the_throttle_check_fails_on_a_broken_copy(edit: Any, expected: str) -> None:
+    # Given a copy of turn.asl.json whose throttled invoke gives up early
+    machine = json.loads(_asl_text())
+    edit(machine)
+    # Then the check says which state
+    assert any(expected in p for p in throttle_problems(machine)), throttle_problems(machine)
