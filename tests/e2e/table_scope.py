@@ -5,7 +5,9 @@ may still be running in the background while a later test sends its bad input. S
 item of the agents under test, plus every item it cannot attribute to an agent (when in doubt, compare
 it), and leaves out only items that positively belong to another agent. Keys (see adapters/dynamodb.py):
 CTX#<agent>#… and MID#<agent>#… name their agent; TASK#<task>, JRN#<task> and PUSH#<task> belong to the
-agent of that task's TASK item, and so does FANOUT#<task> (how far a fan-out in steps got).
+agent of that task's TASK item, and so does FANOUT#<task> (how far a fan-out in steps got). SUBJ#… items (a
+subject's quota counts) are left out: every Agent's turns move them, here and in the background, so a check of
+one subject's counts reads that item itself (tests/reliability/test_quotas.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def scoped(items: list[Item], agents: Iterable[str] = AGENTS_UNDER_TEST) -> list
             return task_agent.get(rest)
         return None
 
-    return [item for item in items if (agent := agent_of(item)) is None or agent in wanted]
+    return [
+        item
+        for item in items
+        if not str(item["PK"]["S"]).startswith("SUBJ#") and ((agent := agent_of(item)) is None or agent in wanted)
+    ]
 
 
 def snapshot(table_items: TableScan, agents: Iterable[str] = AGENTS_UNDER_TEST) -> list[Item]:

@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from nylorun.adapters.dynamodb import layout
+from nylorun.domain.ids import Owner
 from nylorun.domain.quotas import Quotas
 from nylorun.engine import Turn
 from nylorun.wiring import Runtime
 from nylorun_local.runtime import LocalRuntime
-from reliability_kit import TableScan, make_agent, settled, snapshot, user_message
+from reliability_kit import Receiver, TableScan, make_agent, settled, snapshot, user_message
 
 pytestmark = pytest.mark.e2e
 
@@ -39,6 +41,8 @@ class Caller:
 
     client: TestClient
     token: str
+    subject: str
+    hook: str  # a receiver that answers 204, so configs of tasks that change deliver rather than retry
 
     def call(self, agent: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
@@ -71,17 +75,24 @@ def gate(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
     release.set()
 
 
+@pytest.fixture(scope="module")
+def hook(local_runtime: LocalRuntime) -> Iterator[str]:
+    receiver = Receiver(str(local_runtime.options.push_secret))
+    yield receiver.url
+    receiver.close()
+
+
 @pytest.fixture()
-def caller(local_runtime: LocalRuntime, gate: threading.Event) -> Callable[[Quotas], Caller]:
+def caller(local_runtime: LocalRuntime, gate: threading.Event, hook: str) -> Iterator[Callable[[Quotas], Caller]]:
     clients: list[TestClient] = []
 
     def make(quotas: Quotas) -> Caller:
         running = local_runtime.runtime
         assert running is not None
-        token = f"tok-{uuid.uuid4()}"
+        token, subject = f"tok-{uuid.uuid4()}", f"quota-{uuid.uuid4()}"
         settings = running.settings.model_copy(
             update={
-                "dev_tokens": {token: f"quota-{uuid.uuid4()}"},
+                "dev_tokens": {token: subject},
                 "max_turns_per_context": quotas.turns_per_context,
                 "max_turns_per_subject": quotas.turns_per_subject,
                 "max_push_configs_per_task": quotas.push_configs_per_task,
@@ -90,7 +101,7 @@ def caller(local_runtime: LocalRuntime, gate: threading.Event) -> Callable[[Quot
         )
         client = TestClient(Runtime(settings=settings, registry=running.registry).app())
         clients.append(client)
-        return Caller(client, token)
+        return Caller(client, token, subject, hook)
 
     yield make
     gate.set()  # the busy turns end, and free their contexts for the next test
@@ -110,12 +121,18 @@ def quota_error(answer: dict[str, Any], quota: str, limit: int) -> None:
     assert quota in error["message"] and f"at most {limit}" in error["message"]
 
 
-def unchanged(table_items: TableScan, refused: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """`refused()`'s answer, having checked that the table is the same before and after it."""
-    agents = (BUSY, ASKS)
-    before = settled(table_items, agents)
+def unchanged(table_items: TableScan, caller: Caller, refused: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`refused()`'s answer, having checked that the table is the same before and after it: the items of these
+    Agents, and the caller's quota counts."""
+    agents, counts = (BUSY, ASKS), layout.subject_quota(Owner(subject=caller.subject, agent=BUSY))
+
+    def counted() -> list[dict[str, Any]]:
+        return [i for i in table_items() if {k: v["S"] for k, v in i.items() if k in ("PK", "SK")} == counts]
+
+    before, before_counts = settled(table_items, agents), counted()
     answer = refused()
     assert snapshot(table_items, agents) == before, "a refused request wrote to the table"
+    assert counted() == before_counts and before_counts, "a refused request changed the caller's counts"
     return answer
 
 
@@ -142,7 +159,7 @@ def test_forty_turns_queued_behind_one_busy_context(
     for answer in answers[limit - 1 :]:
         quota_error(answer, "turnsPerContext", limit)
     # And a refused message writes nothing
-    quota_error(unchanged(table_items, lambda: client.send(BUSY, "one more", context)), "turnsPerContext", limit)
+    quota_error(unchanged(table_items, client, lambda: client.send(BUSY, "one more", context)), "turnsPerContext", limit)
 
 
 @pytest.mark.parametrize("quotas", [UNLIMITED, Quotas(turns_per_subject=5)], ids=["before", "after"])
@@ -161,15 +178,15 @@ def test_one_subject_opens_turns_in_context_after_context(
     # Then with a quota of 5 open turns per subject, 5 were accepted and the rest refused, writing nothing
     assert len(opened) == 5
     quota_error(answers[5], "turnsPerSubject", 5)
-    quota_error(unchanged(table_items, lambda: client.send(ASKS, "hi", str(uuid.uuid4()))), "turnsPerSubject", 5)
+    quota_error(unchanged(table_items, client, lambda: client.send(ASKS, "hi", str(uuid.uuid4()))), "turnsPerSubject", 5)
     # When one of them is canceled, there is room for one more
     assert "result" in client.call(ASKS, "CancelTask", {"id": opened[0]["id"]})
     assert "result" in client.send(ASKS, "hi", str(uuid.uuid4()))
     quota_error(client.send(ASKS, "hi", str(uuid.uuid4())), "turnsPerSubject", 5)
 
 
-def config(index: int, task_id: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"id": f"cfg-{index}", "url": "https://receiver.example/hook"}
+def config(index: int, url: str, task_id: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"id": f"cfg-{index}", "url": url}
     return body | ({"taskId": task_id} if task_id else {})
 
 
@@ -181,7 +198,7 @@ def test_unlimited_push_configs_on_one_task(
     client = caller(quotas)
     task = client.send(ASKS, "hi", str(uuid.uuid4()))["result"]["task"]
     # When the caller registers 50 push configs on it
-    answers = [client.call(ASKS, "CreateTaskPushNotificationConfig", config(i, task["id"])) for i in range(50)]
+    answers = [client.call(ASKS, "CreateTaskPushNotificationConfig", config(i, client.hook, task["id"])) for i in range(50)]
     created = [a for a in answers if "result" in a]
     listed = client.call(ASKS, "ListTaskPushNotificationConfigs", {"taskId": task["id"], "pageSize": 100})
     if quotas is UNLIMITED:
@@ -192,10 +209,12 @@ def test_unlimited_push_configs_on_one_task(
     limit = DEFAULTS.push_configs_per_task
     assert len(created) == limit and len(listed["result"]["configs"]) == limit
     quota_error(answers[limit], "pushConfigsPerTask", limit)
-    again = unchanged(table_items, lambda: client.call(ASKS, "CreateTaskPushNotificationConfig", config(99, task["id"])))
+    again = unchanged(
+        table_items, client, lambda: client.call(ASKS, "CreateTaskPushNotificationConfig", config(99, client.hook, task["id"]))
+    )
     quota_error(again, "pushConfigsPerTask", limit)
     # And replacing a config it has (same id) is not a new one
-    assert "result" in client.call(ASKS, "CreateTaskPushNotificationConfig", config(0, task["id"]))
+    assert "result" in client.call(ASKS, "CreateTaskPushNotificationConfig", config(0, client.hook, task["id"]))
 
 
 @pytest.mark.parametrize("quotas", [UNLIMITED, Quotas(push_configs_per_subject=3)], ids=["before", "after"])
@@ -206,7 +225,7 @@ def test_push_configs_spread_over_a_subjects_tasks(
     client = caller(quotas)
 
     def send_with_config(index: int) -> dict[str, Any]:
-        return client.send(ASKS, "hi", str(uuid.uuid4()), taskPushNotificationConfig=config(index))
+        return client.send(ASKS, "hi", str(uuid.uuid4()), taskPushNotificationConfig=config(index, client.hook))
 
     # When it sends 6 of them
     answers = [send_with_config(i) for i in range(6)]
@@ -217,7 +236,7 @@ def test_push_configs_spread_over_a_subjects_tasks(
     # Then with a quota of 3 configs on its open tasks, the 4th message is refused with its config: no task
     assert len(accepted) == 3
     quota_error(answers[3], "pushConfigsPerSubject", 3)
-    quota_error(unchanged(table_items, lambda: send_with_config(7)), "pushConfigsPerSubject", 3)
+    quota_error(unchanged(table_items, client, lambda: send_with_config(7)), "pushConfigsPerSubject", 3)
     # When one of its tasks ends (canceled), its config leaves the count: the next message is accepted
     assert "result" in client.call(ASKS, "CancelTask", {"id": accepted[0]["result"]["task"]["id"]})
     assert "result" in send_with_config(8)
