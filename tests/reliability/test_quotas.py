@@ -76,14 +76,29 @@ def gate(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
 
 
 @pytest.fixture(scope="module")
-def hook(local_runtime: LocalRuntime) -> Iterator[str]:
+def hook(local_runtime: LocalRuntime) -> Iterator[Receiver]:
     receiver = Receiver(str(local_runtime.options.push_secret))
-    yield receiver.url
+    yield receiver
     receiver.close()
 
 
+def quiet(hook: Receiver, table_items: TableScan, still: float = 1.5, most: float = 60) -> None:
+    """Until what a test set off (turns ending, their deliveries) has settled, so it does not run on beside the
+    next test (whose metrics or table checks would see it)."""
+    deadline, last, since = time.monotonic() + most, None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = (snapshot(table_items, (BUSY, ASKS)), len(hook.requests))
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= still:
+            return
+        time.sleep(0.1)
+
+
 @pytest.fixture()
-def caller(local_runtime: LocalRuntime, gate: threading.Event, hook: str) -> Iterator[Callable[[Quotas], Caller]]:
+def caller(
+    local_runtime: LocalRuntime, gate: threading.Event, hook: Receiver, table_items: TableScan
+) -> Iterator[Callable[[Quotas], Caller]]:
     clients: list[TestClient] = []
 
     def make(quotas: Quotas) -> Caller:
@@ -101,10 +116,11 @@ def caller(local_runtime: LocalRuntime, gate: threading.Event, hook: str) -> Ite
         )
         client = TestClient(Runtime(settings=settings, registry=running.registry).app())
         clients.append(client)
-        return Caller(client, token, subject, hook)
+        return Caller(client, token, subject, hook.url)
 
     yield make
     gate.set()  # the busy turns end, and free their contexts for the next test
+    quiet(hook, table_items)
     gate.clear()
     for client in clients:
         client.close()
