@@ -78,10 +78,12 @@ def push_setup(
     *answers: HttpResult | Exception, clock: Clock | None = None, **settings: Any
 ) -> tuple[PushService, InMemoryTaskStore, Receiver, Queue]:
     """A task t1 with one push config `cfg` (core tier), and the service that delivers to it."""
-    store, receiver, queue = InMemoryTaskStore(), Receiver(*answers), Queue()
+    config_settings = Settings(push_secret=SECRET, **settings)
+    # The store keeps the same quotas as the settings (a test of many configs on one task raises the per-task one).
+    store, receiver, queue = InMemoryTaskStore(quotas=config_settings.quotas), Receiver(*answers), Queue()
     config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook", token="tok-1")
     store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z", subject="alice"))
-    service = PushService(store, receiver, queue, Settings(push_secret=SECRET, **settings), lambda: [SECRET],
+    service = PushService(store, receiver, queue, config_settings, lambda: [SECRET],
                           clock=clock or Clock())
     return service, store, receiver, queue
 
@@ -348,8 +350,8 @@ def test_a_malformed_retry_after_is_a_bad_header_not_an_exception(header: str) -
 
 
 def test_a_large_fan_out_goes_in_steps_and_resumes_where_it_stopped() -> None:
-    # Given a task with 25 push configs and fan-out steps of 10
-    service, store, _, queue = push_setup(http(200), push_fan_out_step=10)
+    # Given a task with 25 push configs (the per-task quota raised to allow them) and fan-out steps of 10
+    service, store, _, queue = push_setup(http(200), push_fan_out_step=10, max_push_configs_per_task=25)
     task_id = a_task_with_configs(store, "cfg", *(f"cfg-{n:02}" for n in range(2, 26)))
     event = status_event(store, task_id, TaskState.WORKING)
     event_id = str(event["detail"]["eventId"])

@@ -26,25 +26,29 @@ from nylorun.protocol.models import TaskState
 _SAME_TASK = "#state = :state AND (attribute_not_exists(pushConfigs) OR pushConfigs = :configs)"
 
 
+def sealed(sealer: Sealer | None, task_id: str, config: StoredPushConfig) -> StoredPushConfig:
+    """The config as it is stored: its credentials and token sealed (only the push function opens them: the api never
+    answers with them, the turn function cannot read the item at all); as it is without a sealer (no key)."""
+    if sealer is None:
+        return config
+    seal, wire = sealer.seal, config.config
+    auth = wire.authentication
+    return replace(config, config=wire.model_copy(update={
+        "token": seal(wire.token, PUSH_CREDENTIAL, task_id) if wire.token else wire.token,
+        "authentication": auth.model_copy(update={"credentials": seal(auth.credentials, PUSH_CREDENTIAL, task_id)})
+        if auth is not None and auth.credentials else auth,
+    }))  # fmt: skip
+
+
 class PushConfigs:
     _t: Table
     _sealer: Sealer | None
     _quotas: Quotas
 
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
-        """The config's credentials and token are stored sealed (only the push function opens them: the api
-        never answers with them, the turn function cannot read the item at all). A new config counts against its
-        task and its subject in the transaction that writes it (domain/quotas.py)."""
-        if self._sealer is not None:
-            seal, wire = self._sealer.seal, config.config
-            auth = wire.authentication
-            sealed = wire.model_copy(update={
-                "token": seal(wire.token, PUSH_CREDENTIAL, task_id) if wire.token else wire.token,
-                "authentication": auth.model_copy(update={"credentials": seal(auth.credentials, PUSH_CREDENTIAL, task_id)})
-                if auth is not None and auth.credentials else auth,
-            })  # fmt: skip
-            config = replace(config, config=sealed)
-        item = codec.push_item(task_id, config)
+        """The config is stored sealed (`sealed`); a new one counts against its task and its subject in the
+        transaction that writes it (domain/quotas.py)."""
+        item = codec.push_item(task_id, sealed(self._sealer, task_id, config))
         key = layout.push_config(task_id, str(config.config.id))
         quotas = self._quotas
         for _ in RETRY.attempts(f"push configs of task {task_id} kept changing"):

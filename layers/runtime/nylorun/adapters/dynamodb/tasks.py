@@ -7,6 +7,7 @@ from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.messages import Messages, record_once
+from nylorun.adapters.dynamodb.push import sealed
 from nylorun.adapters.dynamodb.table import RETRY, Canceled, Table, aws
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
 from nylorun.domain.quotas import QuotaExceeded, Quotas
@@ -18,6 +19,7 @@ from nylorun.ports import (
     NewTurn,
     NotInState,
     Owner,
+    Sealer,
     StoredPushConfig,
     TaskPage,
     TaskQuery,
@@ -47,6 +49,7 @@ class Tasks(Messages):
     _t: Table
     _max_task_bytes: int
     _quotas: Quotas
+    _sealer: Sealer | None
 
     # ------------------------------------------------------------------ turns
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
@@ -114,7 +117,9 @@ class Tasks(Messages):
             )
             record_once(txn, "sent", new.owner, new.dedupe_key, task_id, replaces_task=new.replaces_task)
             if new.push_config is not None:
-                txn.put("config", codec.push_item(task_id, with_task(new.push_config, task_id)))
+                # Sealed as put_push_config seals it: SendMessage's config carries credentials too.
+                config = sealed(self._sealer, task_id, with_task(new.push_config, task_id))
+                txn.put("config", codec.push_item(task_id, config))
             spilled = codec.spilled_metadata(record)
             if spilled is not None:
                 txn.put("metadata", {**layout.metadata(task_id), "body": spilled})
