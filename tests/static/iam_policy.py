@@ -47,7 +47,7 @@ STAR_ONLY_ACTIONS = {
 ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "ApiFunctionRole": frozenset({
         # tasks, contexts, dedupe records (SendMessage), answers (journal), push configs (Set/Get/List/Delete),
-        # callback tokens (answer, cancel); ListTasks queries BySubject / ByContext
+        # callback tokens (answer, cancel), the subject's quota counts; ListTasks queries BySubject / ByContext
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # inbound raw parts; presigned GETs
         "s3:PutObjectVersionTagging",  # a refused request's inbound files, tagged to expire (adapters/s3.py)
@@ -58,7 +58,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "kms:Encrypt", "kms:Decrypt",  # seals push credentials (purpose push-credential); opens callback tokens
     }),
     "TurnFunctionRole": frozenset({
-        # the task, its journal (ConditionCheck: no effect after CANCELED), its context, its file versions
+        # the task, its journal (ConditionCheck: no effect after CANCELED), its context, its file versions, its
+        # subject's quota counts (the ending status releases them)
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
         "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # fetched url parts, outputs, reading inbound files
         "states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure",  # next turn; resume / abandon
@@ -77,14 +78,19 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
     }),
     "PushFunctionRole": frozenset({
-        # configs: list (Query), expire (UpdateItem), read, remove on 410 (DeleteItem); the task's items (re-read)
+        # configs: list (Query), expire (UpdateItem), read, remove on 410 (DeleteItem, with its task's and subject's
+        # counts: UpdateItem in the same transaction); the task's items (re-read)
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
         "sqs:SendMessage*", "sqs:ChangeMessageVisibility",  # deliveries, dead letters; retry delays
         "secretsmanager:GetSecretValue",  # the push secret
         "kms:Decrypt",  # opens a config's credentials and token
     }),
-    "SweepFunctionRole": frozenset({"dynamodb:Query", "dynamodb:GetItem", "dynamodb:DeleteItem"}),
+    "SweepFunctionRole": frozenset({
+        # the PushConfigs index; is the task there; remove a config, and an expired one's counts (its task's and,
+        # while the task is open, its subject's: delete_push_config's transaction, UpdateItem)
+        "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+    }),
     "SweepFunctionDailyRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the daily schedule
     "TurnStateMachineRole": frozenset({
         "lambda:InvokeFunction",

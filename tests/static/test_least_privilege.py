@@ -219,9 +219,9 @@ def _turn_leading_keys(tpl: dict[str, Any]) -> list[str]:
 def test_the_turn_reaches_only_the_items_a_turn_touches() -> None:
     # Given the turn role's table statement
     keys = _turn_leading_keys(real_template())
-    # Then it is scoped by partition key to the task, journal, context and file items: no push config (credentials),
-    # no message dedupe record
-    assert sorted(keys) == ["CTX#*", "FILE#*", "JRN#*", "TASK#*"]
+    # Then it is scoped by partition key to the task, journal, context and file items and the subject's quota counts
+    # (released by the ending status): no push config (credentials), no message dedupe record
+    assert sorted(keys) == ["CTX#*", "FILE#*", "JRN#*", "SUBJ#*", "TASK#*"]
 
 
 def _turn_statement(tpl: dict[str, Any], action: str) -> dict[str, Any]:
