@@ -82,9 +82,9 @@ def counting(counter: CallCounter, function_names: Callable[[], dict[str, str]])
         made.meta.events.register("before-call", functools.partial(counter.on_call, runtime))
         return made
 
-    def invoke_counted(function_name: str, event: dict[str, Any]) -> tuple[Any, str | None]:
+    def invoke_counted(function_name: str, event: dict[str, Any], environment: int = 0) -> tuple[Any, str | None]:
         counter.on_invoke(function_names().get(function_name, function_name))
-        return invoke(function_name, event)
+        return invoke(function_name, event, environment)
 
     Runtime.client = client  # type: ignore[method-assign, assignment]
     local_aws.invoke_registered = invoke_counted
@@ -108,7 +108,14 @@ class Bench:
     def __init__(self) -> None:
         self.counter = CallCounter()
         self.local = LocalRuntime(
-            LocalOptions(port=0, auth="dev", dev_tokens={TOKEN: "bench", OTHER_TOKEN: "bench-other"}, a2a_wait_ms=20_000)
+            LocalOptions(
+                port=0,
+                auth="dev",
+                dev_tokens={TOKEN: "bench", OTHER_TOKEN: "bench-other"},
+                a2a_wait_ms=20_000,
+                # The figures measure throughput, not quotas: room for the fair-push figure's 1,000 configs.
+                extra_env={"NYLORUN_MAX_PUSH_CONFIGS_PER_TASK": "1000", "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT": "2000"},
+            )
         )
         self._names: dict[str, str] = {}  # Lambda function name -> short name
         self._http = httpx.Client(timeout=60)

@@ -17,9 +17,9 @@ from typing import Any
 
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.adapters.webhooks import WebhookSender
-from nylorun.ports import StoredPushConfig
+from nylorun.ports import Delivery, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
-from nylorun.service.push import Delivery, Outcome, PushService
+from nylorun.service.push import Outcome, PushService
 from nylorun.settings import Settings
 
 SECRET = "whsec_" + "YmVuY2gtcHVzaC1zZWNyZXQtMzItYnl0ZXMtbG9uZyE="

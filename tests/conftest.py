@@ -6,9 +6,11 @@ app over the same stack (see `make_app`).
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,6 +22,10 @@ import httpx
 import pytest
 from nylorun_local.aws import free_port
 from nylorun_local.runtime import LocalOptions, LocalRuntime
+
+# Local Runtimes say how `nylorun admin --local PORT` reaches them in a state file: the tests' go to a folder of
+# their own, not the user's ~/.cache/nylorun.
+os.environ.setdefault("NYLORUN_STATE_DIR", tempfile.mkdtemp(prefix="nylorun-state-"))
 
 ALICE = "tok-alice"
 BOB = "tok-bob"

@@ -1,6 +1,6 @@
 """The `nylorun` command. `send`, `tasks`, `get`, `cancel`, `approve`, `answer` and `webhooks` call an Agent
 (nylorun_client.cli, the `client` extra); `serve` starts the local Runtime (nylorun_local, the `local` extra,
-offered only where it is installed)."""
+offered only where it is installed); `admin` is the operator's (nylorun_client.admin)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from nylorun_client.admin import add_admin_command
 from nylorun_client.cli import add_commands
 
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_serve_command(commands)
     add_commands(commands)
+    add_admin_command(commands)
     return parser
 
 

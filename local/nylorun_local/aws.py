@@ -25,7 +25,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
 
-_handlers: dict[str, LambdaHandler] = {}
+_handlers: dict[str, list[LambdaHandler]] = {}  # function name -> one handler per execution environment
 _timeouts_ms: dict[str, int] = {}  # function name -> its Timeout
 _installed = threading.Lock()
 _shim_on = False
@@ -56,14 +56,22 @@ class LambdaContext:
 
 
 def register_handler(function_name: str, handler: LambdaHandler, timeout_seconds: int | None = None) -> None:
-    _handlers[function_name] = handler
+    """The function's (first) execution environment."""
+    _handlers[function_name] = [handler]
     if timeout_seconds is not None:
         _timeouts_ms[function_name] = timeout_seconds * 1000
 
 
-def invoke_registered(function_name: str, event: dict[str, Any]) -> tuple[Any, str | None]:
-    """Run a registered handler as Lambda would: (result, None) or (error payload, "Unhandled")."""
-    handler = _handlers[function_name]
+def add_environment(function_name: str, handler: LambdaHandler) -> int:
+    """One more execution environment of a registered function (its own copy of the handler module): its number."""
+    _handlers[function_name].append(handler)
+    return len(_handlers[function_name]) - 1
+
+
+def invoke_registered(function_name: str, event: dict[str, Any], environment: int = 0) -> tuple[Any, str | None]:
+    """Run a registered handler, in that execution environment, as Lambda would: (result, None) or (error
+    payload, "Unhandled")."""
+    handler = _handlers[function_name][environment]
     try:
         return handler(event, LambdaContext(function_name)), None
     except KeyboardInterrupt:
@@ -104,6 +112,7 @@ def install_lambda_shim() -> None:
 
 
 _dynamodb_lock = threading.RLock()
+_sqs_receive_lock = threading.Lock()
 _dynamodb_patched = False
 
 
@@ -202,11 +211,14 @@ def patch_moto_dynamodb() -> None:
         original_receive = SQSBackend.receive_message
 
         def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
-            queue = self.get_queue(queue_name)
-            for message in list(queue.pending_messages):
-                if message.visible:
-                    queue.pending_messages.remove(message)
-            return original_receive(self, queue_name, *args, **kwargs)
+            # One receive at a time: moto marks a FIFO group in flight only as it hands out its messages, so two
+            # pollers receiving at once could both take one group (and deliver it out of order).
+            with _sqs_receive_lock:
+                queue = self.get_queue(queue_name)
+                for message in list(queue.pending_messages):
+                    if message.visible:
+                        queue.pending_messages.remove(message)
+                return original_receive(self, queue_name, *args, **kwargs)
 
         SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
         _dynamodb_patched = True

@@ -11,7 +11,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Self
 
 from nylorun.observability import logger
@@ -24,25 +24,33 @@ STREAM_IDLE_MAX_SECONDS = 5.0
 
 
 class _Poller(ABC):
-    """A thread that calls `_poll_once` until stopped, sleeping (until a write wakes it) when it finds nothing."""
+    """Threads that call `_poll_once` until stopped, each sleeping (until a write wakes it) when it finds nothing.
 
-    def __init__(self, function_name: str, idle_max: float = IDLE_MAX_SECONDS) -> None:
+    One thread per execution environment: Lambda runs an event source's batches in as many environments at once
+    as the source allows (a FIFO queue: one per message group in flight, up to MaximumConcurrency), each running
+    one batch at a time."""
+
+    def __init__(self, function_name: str, idle_max: float = IDLE_MAX_SECONDS, environments: int = 1) -> None:
         self._function = function_name
         self._idle_max = idle_max
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"poll-{function_name}", daemon=True)
-        self.idle = threading.Event()
-        # Held for each poll: whoever holds it keeps the function from being invoked by this poller meanwhile.
-        self._polling = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._run, args=(n,), name=f"poll-{function_name}-{n}", daemon=True)
+            for n in range(environments)
+        ]
+        # Held for each poll: whoever holds them all keeps the function from being invoked by this poller meanwhile.
+        self._polling = [threading.Lock() for _ in range(environments)]
 
     def start(self) -> Self:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         ACTIVITY.bump()
-        self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
 
     @property
     def function_name(self) -> str:
@@ -50,31 +58,31 @@ class _Poller(ABC):
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        """No invocation from this poller until the block ends (the current one, if any, finishes first). Lambda
+        """No invocation from this poller until the block ends (the current ones, if any, finish first). Lambda
         runs one invocation at a time per execution environment; a caller that invokes the handler module itself
         pauses the poller to keep to that (the handler modules keep per-invocation state)."""
-        with self._polling:
+        with ExitStack() as held:
+            for lock in self._polling:  # always in the same order: two pausers cannot deadlock
+                held.enter_context(lock)
             yield
 
     @abstractmethod
-    def _poll_once(self) -> bool:
-        """One look for work: True when it found (and handed on) some."""
+    def _poll_once(self, environment: int) -> bool:
+        """One look for work, invoking the function in that environment: True when it found (and handed on) some."""
 
-    def _run(self) -> None:
+    def _run(self, environment: int) -> None:
         watch_boto3_writes()
         backoff = Backoff(most=self._idle_max)
         while not self._stop.is_set():
             try:
-                with self._polling:
-                    worked = self._poll_once()
+                with self._polling[environment]:
+                    worked = self._poll_once(environment)
             except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop delivery
                 logger.exception("poller for %s failed; retrying", self._function)
                 worked = False
             if worked:
-                self.idle.clear()
                 backoff.worked()
             else:
-                self.idle.set()
                 backoff.idle(self._stop)
 
 
@@ -89,7 +97,7 @@ class StreamPoller(_Poller):
         self._pending: dict[str, list[dict[str, Any]]] = {}
         super().__init__(function_name, idle_max=STREAM_IDLE_MAX_SECONDS)
 
-    def _poll_once(self) -> bool:
+    def _poll_once(self, environment: int) -> bool:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
         worked = False
         for shard in shards:
@@ -134,18 +142,21 @@ class StreamPoller(_Poller):
 class QueuePoller(_Poller):
     """SQS queue → function, like Lambda's SQS event source mapping: batches of up to `batch_size`, the
     messages named in `batchItemFailures` (or the whole batch, if the function fails) stay on the queue
-    and come back after their visibility timeout; the rest are deleted."""
+    and come back after their visibility timeout; the rest are deleted. With several environments, each receives
+    its own batches (a FIFO queue hands out no group that is in flight elsewhere, so each group keeps its order)."""
 
-    def __init__(self, aws: LocalAws, queue_url: str, function_name: str, batch_size: int = 10) -> None:
+    def __init__(
+        self, aws: LocalAws, queue_url: str, function_name: str, batch_size: int = 10, environments: int = 1
+    ) -> None:
         self._sqs = aws.client("sqs")
         self._url = queue_url
         self._arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
         self._batch = batch_size
-        super().__init__(function_name)
+        super().__init__(function_name, environments=environments)
 
-    def _poll_once(self) -> bool:
+    def _poll_once(self, environment: int) -> bool:
         out = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self._batch,
@@ -169,7 +180,7 @@ class QueuePoller(_Poller):
             }
             for m in messages
         ]
-        result, error = invoke_registered(self._function, {"Records": records})
+        result, error = invoke_registered(self._function, {"Records": records}, environment)
         if error:
             return True  # nothing deleted: the whole batch comes back after its visibility timeout
         failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures") or []}

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import threading
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -20,9 +22,13 @@ from nylorun.wiring import Runtime, build_runtime
 
 from nylorun_local.aws import LocalAws, free_port
 from nylorun_local.pollers import QueuePoller, StreamPoller
-from nylorun_local.stack import LocalStack, create_stack, start_functions
+from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
+# Push batches run in this many execution environments at once. Deployed, Lambda runs up to the push event
+# source's MaximumConcurrency (template parameter PushMaxConcurrency, 20 by default), one per message group in
+# flight; locally a few threads stand in, so one task's 1,000 deliveries do not hold up another subject's (issue 15).
+PUSH_ENVIRONMENTS = 4
 # The example Agents (echo, tck, support), served locally unless LocalOptions.examples is False.
 EXAMPLE_AGENTS = "nylorun_examples:AGENTS"
 # NYLORUN_AGENTS as the process got it, before a LocalRuntime set it: a local Runtime serves those Agents too.
@@ -68,8 +74,10 @@ class LocalRuntime:
         self.aws = LocalAws()
         self.stack: LocalStack | None = None
         self.runtime: Runtime | None = None
-        self._functions: dict[str, Any] = {}
+        self._functions: dict[str, Any] = {}  # logical id -> the handler module of its first execution environment
+        self.environments: dict[str, list[Any]] = {}  # logical id -> the modules of its environments, where several
         self._pollers: list[StreamPoller | QueuePoller] = []
+        self._state_file: Path | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -90,6 +98,7 @@ class LocalRuntime:
             "NYLORUN_STATE_MACHINE_ARN": self.stack.state_machine_arn,
             "NYLORUN_EVENT_BUS": self.stack.event_bus_name,
             "NYLORUN_CONTEXT_QUEUE_URL": self.stack.context_queue_url,
+            "NYLORUN_CONTEXT_DLQ_URL": self.stack.context_dlq_url,
             "NYLORUN_PUSH_QUEUE_URL": self.stack.push_queue_url,
             "NYLORUN_PUSH_DLQ_URL": self.stack.push_dlq_url,
             "NYLORUN_PUSH_ALLOW_LOOPBACK": "true",
@@ -118,13 +127,19 @@ class LocalRuntime:
             **opts.extra_env,
         }
         os.environ.update(env)
+        self._state_file = write_state_file(self.options.port, self.aws.endpoint, env)
         self._functions = start_functions(self.stack)
+        push = self._functions["PushFunction"]
+        self.environments = {"PushFunction": [push, *add_environments(self.stack, "PushFunction", push, PUSH_ENVIRONMENTS - 1)]}
         self.runtime = build_runtime(Settings.from_env())
         # Lambda's event source mappings, with Lambda's semantics (moto's run inline and drop failures).
         self._pollers = [
             StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start(),
             QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
-            QueuePoller(self.aws, self.stack.push_queue_url, self.stack.function_names["PushFunction"]).start(),
+            QueuePoller(
+                self.aws, self.stack.push_queue_url, self.stack.function_names["PushFunction"],
+                environments=len(self.environments["PushFunction"]),
+            ).start(),
         ]
         return self.runtime
 
@@ -177,6 +192,34 @@ class LocalRuntime:
         for poller in self._pollers:
             poller.stop()
         self.aws.stop()
+        if self._state_file is not None:
+            self._state_file.unlink(missing_ok=True)
+
+
+# What `nylorun admin --local PORT` needs to reach this Runtime's stack (moto's endpoint and the resource names),
+# never a secret: the push secret, the dev tokens and the Runtime key stay out of it.
+_STATE_KEYS = (
+    "NYLORUN_TABLE", "NYLORUN_STATE_MACHINE_ARN", "NYLORUN_EVENT_BUS", "NYLORUN_CONTEXT_QUEUE_URL",
+    "NYLORUN_CONTEXT_DLQ_URL", "NYLORUN_PUSH_QUEUE_URL", "NYLORUN_PUSH_DLQ_URL", "NYLORUN_FILES_BUCKET",
+    "NYLORUN_KMS_KEY", "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
+)
+
+
+def state_file(port: int) -> Path:
+    """Where a local Runtime on `port` says how to reach its stack ($NYLORUN_STATE_DIR, else ~/.cache/nylorun)."""
+    folder = os.environ.get("NYLORUN_STATE_DIR") or str(Path.home() / ".cache" / "nylorun")
+    return Path(folder) / f"local-{port}.json"
+
+
+def write_state_file(port: int, endpoint: str, env: dict[str, str]) -> Path:
+    path = state_file(port)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    state = {"awsEndpoint": endpoint, "env": {k: env[k] for k in _STATE_KEYS if env.get(k)}}
+    # Only this user may read it: it names a moto endpoint that accepts any credentials.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(state, handle)
+    return path
 
 
 def agent_refs(examples: bool, own: str | None = None) -> str:

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from nylorun_local import template
-from nylorun_local.aws import ACCOUNT, REGION, LocalAws, register_handler
+from nylorun_local.aws import ACCOUNT, REGION, LocalAws, add_environment, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
 FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction", "PushFunction", "SweepFunction")
@@ -30,6 +30,7 @@ class LocalStack:
     state_machine_arn: str
     event_bus_name: str
     context_queue_url: str
+    context_dlq_url: str
     push_queue_url: str
     push_dlq_url: str
     files_bucket: str
@@ -109,12 +110,13 @@ def _zip() -> bytes:
     return buffer.getvalue()
 
 
-def load_handler(logical_id: str) -> ModuleType:
-    """Import functions/<name>/app.py under a unique module name (every function's module is `app`)."""
+def load_handler(logical_id: str, environment: int = 0) -> ModuleType:
+    """Import functions/<name>/app.py under a unique module name (every function's module is `app`); one import
+    per execution environment."""
     code_uri = template.properties(logical_id)["CodeUri"]
     module_file, attribute = template.properties(logical_id)["Handler"].split(".")
     path = template.STACK_ROOT / code_uri / f"{module_file}.py"
-    spec = importlib.util.spec_from_file_location(f"nylorun_function_{logical_id}", path)
+    spec = importlib.util.spec_from_file_location(f"nylorun_function_{logical_id}{f'_{environment}' if environment else ''}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -147,6 +149,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     context_queue_url = create_fifo_queue(aws.client("sqs"), "ContextQueue", "ContextDLQ", prefix)
     push_queue_url = create_fifo_queue(aws.client("sqs"), "PushQueue", "PushDLQ", prefix)
     push_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-PushDLQ.fifo")["QueueUrl"]
+    context_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-ContextDLQ.fifo")["QueueUrl"]
     route_events(aws, "PushRule", event_bus_name, push_queue_url)
     files_bucket = f"{prefix}-files".lower()
     s3 = aws.client("s3")
@@ -187,6 +190,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         state_machine_arn=machine["stateMachineArn"],
         event_bus_name=event_bus_name,
         context_queue_url=context_queue_url,
+        context_dlq_url=context_dlq_url,
         push_queue_url=push_queue_url,
         push_dlq_url=push_dlq_url,
         files_bucket=files_bucket,
@@ -209,4 +213,19 @@ def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
     return modules
 
 
-__all__ = ["LocalStack", "Path", "create_stack", "create_table", "start_functions"]
+def add_environments(stack: LocalStack, logical_id: str, first: ModuleType, count: int) -> list[ModuleType]:
+    """`count` more execution environments of a function, each its own import of the handler module (which keeps
+    per-invocation state at module level: the batch processor, the invocation's context, its retry delays).
+    They share the first environment's Runtime (clients and settings, safe across threads), so a test that swaps
+    a part of it swaps it for every environment."""
+    attribute = template.properties(logical_id)["Handler"].split(".")[1]
+    modules = []
+    for n in range(1, count + 1):
+        module = load_handler(logical_id, n)
+        setattr(module, "runtime", first.runtime)  # noqa: B010 - a module attribute made at import
+        add_environment(stack.function_names[logical_id], getattr(module, attribute))
+        modules.append(module)
+    return modules
+
+
+__all__ = ["LocalStack", "Path", "add_environments", "create_stack", "create_table", "start_functions"]

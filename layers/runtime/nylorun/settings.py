@@ -24,6 +24,7 @@ class Settings(BaseModel):
     state_machine_arn: str = ""
     event_bus_name: str = "nylorun"
     context_queue_url: str = ""
+    context_dlq_url: str = ""  # where queued turns go after their retries (read by `nylorun admin dlq` only)
     # How long a queued turn's message stays out of sight while its context is busy (the backstop's pace;
     # the ending turn starts the next one directly).
     dispatch_retry_seconds: int = Field(default=60, ge=0, le=43_200)
@@ -168,6 +169,7 @@ class Settings(BaseModel):
             "state_machine_arn": "NYLORUN_STATE_MACHINE_ARN",
             "event_bus_name": "NYLORUN_EVENT_BUS",
             "context_queue_url": "NYLORUN_CONTEXT_QUEUE_URL",
+            "context_dlq_url": "NYLORUN_CONTEXT_DLQ_URL",
             "dispatch_retry_seconds": "NYLORUN_DISPATCH_RETRY_SECONDS",
             "a2a_wait_ms": "NYLORUN_A2A_WAIT_MS",
             "public_base_url": "NYLORUN_PUBLIC_BASE_URL",

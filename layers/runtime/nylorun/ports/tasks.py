@@ -108,6 +108,16 @@ class JournalEntry:
     answer: Any = None  # interactions: the caller's answer once given
 
 
+@dataclass(frozen=True)
+class OperatorAction:
+    """What an operator did to a task (`nylorun admin`, issue 16), and who: kept beside the task's journal."""
+
+    at: str  # ISO 8601 UTC, as status timestamps
+    operator: str  # the IAM principal's ARN, or "local:<user>"
+    action: str  # "resolve", "fail", "redrive", …
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
 class InvalidPageToken(StoreError):
     pass
 
@@ -220,6 +230,16 @@ class JournalStore(Protocol):
 
     def wait_tokens(self, task_id: str) -> list[str]: ...
 
+
+
+class OperatorLog(Protocol):
+    """Who did what to a task from `nylorun admin`: written before the action, shown by `admin show`."""
+
+    def record_operator_action(self, task_id: str, action: OperatorAction) -> None: ...
+
+    def operator_actions(self, task_id: str) -> list[OperatorAction]:
+        """Oldest first."""
+        ...
 
 
 class PushConfigStore(Protocol):

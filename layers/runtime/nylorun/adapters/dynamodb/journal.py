@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.table import Canceled, Table
-from nylorun.ports import TASK_TOKEN, JournalEntry, NotInState, Sealer, TurnCanceled, VersionConflict
+from nylorun.ports import (
+    TASK_TOKEN,
+    JournalEntry,
+    NotInState,
+    OperatorAction,
+    Sealer,
+    TurnCanceled,
+    VersionConflict,
+)
 from nylorun.protocol.models import TaskState
 
 
@@ -68,3 +77,21 @@ class Journal:
             ConsistentRead=True,
         )
         return [self._open_token(task_id, str(i["token"])) for i in items]
+
+    # ------------------------------------------------------------------ operators (issue 16)
+    def record_operator_action(self, task_id: str, action: OperatorAction) -> None:
+        key = layout.operator_action(task_id, action.at, secrets.token_hex(4))
+        self._t.put({**key, "at": action.at, "operator": action.operator, "action": action.action,
+                     "detail": codec.dumps(action.detail)})
+
+    def operator_actions(self, task_id: str) -> list[OperatorAction]:
+        items = self._t.query_all(
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :log)",
+            values={":pk": layout.journal_pk(task_id), ":log": "OPLOG#"},
+            ConsistentRead=True,
+        )
+        return [
+            OperatorAction(at=str(i["at"]), operator=str(i["operator"]), action=str(i["action"]),
+                           detail=codec.loads(i["detail"]))
+            for i in items
+        ]

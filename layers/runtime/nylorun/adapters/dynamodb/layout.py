@@ -11,6 +11,7 @@ Items (PK / SK):
     MID#<agent>#<subject-key>#<retry-key>  MID    which task a message made (duplicate sends)
     JRN#<task>       OP#<seq:05>     the turn journal: effects, interactions, usage, in code order
     JRN#<task>       WAIT#<interaction>  the Step Functions callback token of an open interaction
+    JRN#<task>       OPLOG#<at>#<n>  an operator's action on the task (`nylorun admin`): who, what, when
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
@@ -96,6 +97,10 @@ def journal_pk(task_id: str) -> str:
 
 def journal_op(task_id: str, seq: int) -> Key:
     return {"PK": journal_pk(task_id), "SK": f"OP#{seq:05d}"}
+
+
+def operator_action(task_id: str, at: str, nonce: str) -> Key:
+    return {"PK": journal_pk(task_id), "SK": f"OPLOG#{at}#{nonce}"}
 
 
 def wait_token(task_id: str, interaction_id: str) -> Key:

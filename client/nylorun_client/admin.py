@@ -1,0 +1,160 @@
+"""`nylorun admin`: the operator's commands (issue 16), against a deployed stack or a local Runtime.
+
+    nylorun admin --stack NAME [--region R] COMMAND …   AWS credentials as boto3 finds them
+    nylorun admin --local [PORT] COMMAND …              a `nylorun serve` on this machine (default port 8080)
+
+The commands act on the stack's resources directly (the table, the state machine, the queues), with the
+operator's own credentials: they see every subject's tasks, so they are for operators, never for callers. Each
+action that changes something is recorded beside the task's journal with the operator's identity (the IAM
+principal's ARN, or `local:<user>`), and logged. The commands themselves are in `admin_tasks` (uncertain, show,
+resolve, fail) and `admin_queues` (dlq, redrive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nylorun.engine.agent import AgentRegistry
+from nylorun.ports import OperatorAction
+from nylorun.settings import Settings
+from nylorun.wiring import Runtime
+
+from nylorun_client import admin_queues, admin_tasks
+
+DEFAULT_LOCAL_PORT = 8080
+# The stack's resources the admin commands use: setting → the template's logical id (its physical id is the
+# value: a table's name, a state machine's ARN, a queue's URL, a key's id).
+STACK_RESOURCES = {
+    "NYLORUN_TABLE": "TasksTable",
+    "NYLORUN_STATE_MACHINE_ARN": "TurnStateMachine",
+    "NYLORUN_EVENT_BUS": "RuntimeBus",
+    "NYLORUN_CONTEXT_QUEUE_URL": "ContextQueue",
+    "NYLORUN_CONTEXT_DLQ_URL": "ContextDLQ",
+    "NYLORUN_PUSH_QUEUE_URL": "PushQueue",
+    "NYLORUN_PUSH_DLQ_URL": "PushDLQ",
+    "NYLORUN_FILES_BUCKET": "FilesBucket",
+    "NYLORUN_KMS_KEY": "StackKey",
+    "NYLORUN_RUNTIME_KEY_ARN": "RuntimeKey",
+}
+# Exit codes: 0 done, 1 an error (one line on stderr), 2 bad usage (argparse's).
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+class AdminError(Exception):
+    """An expected failure: printed as one line, exit 1."""
+
+
+@dataclass
+class Target:
+    """The Runtime an operator acts on, and who the operator is."""
+
+    runtime: Runtime
+    operator: str
+    where: str  # "stack NAME" or "local port N", for messages
+    json: bool = False
+
+    def record(self, task_id: str, action: str, **detail: Any) -> None:
+        """Record (before acting) that this operator does `action` to the task, and log it on stderr."""
+        at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        entry = OperatorAction(at=at, operator=self.operator, action=action, detail=detail)
+        self.runtime.store.record_operator_action(task_id, entry)
+        line = {"level": "INFO", "message": "operator action", "operator": self.operator, "action": action,
+                "task_id": task_id, "at": at, **({"detail": detail} if detail else {})}
+        print(json.dumps(line), file=sys.stderr)
+
+    def out(self, value: Any, text: Callable[[], str]) -> None:
+        """One result: JSON on stdout with --json, else the text `text()` makes."""
+        print(json.dumps(value, default=str) if self.json else text())
+
+
+def add_admin_command(commands: Any) -> None:
+    admin = commands.add_parser(
+        "admin", help="operate a Runtime: tasks waiting for an operator, dead letters (operators only)"
+    )
+    where = admin.add_mutually_exclusive_group()
+    where.add_argument("--stack", help="a deployed stack's name (AWS credentials and region as boto3 finds them)")
+    where.add_argument(
+        "--local", type=int, nargs="?", const=DEFAULT_LOCAL_PORT, metavar="PORT",
+        help=f"a local Runtime (`nylorun serve`) on this port (default {DEFAULT_LOCAL_PORT}); the default target",
+    )
+    admin.add_argument("--region", help="the stack's region (default: boto3's)")
+    admin.add_argument("--json", action="store_true", help="JSON on stdout")
+    sub = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+    admin_tasks.add_commands(sub)
+    admin_queues.add_commands(sub)
+
+
+def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Namespace], int]) -> int:
+    """Connect, then run one admin command; expected failures are one line on stderr and exit 1."""
+    try:
+        target = connect(args)
+        return action(target, args)
+    except AdminError as error:
+        print(f"nylorun admin: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def connect(args: argparse.Namespace) -> Target:
+    if args.stack:
+        env, operator = _stack_env(args.stack, args.region)
+        where = f"stack {args.stack}"
+    else:
+        port = args.local or DEFAULT_LOCAL_PORT
+        env, operator = _local_env(port), f"local:{getpass.getuser()}"
+        where = f"local port {port}"
+    os.environ.update(env)
+    runtime = Runtime(settings=Settings.from_env(), registry=AgentRegistry())
+    return Target(runtime=runtime, operator=operator, where=where, json=bool(getattr(args, "json", False)))
+
+
+def _local_env(port: int) -> dict[str, str]:
+    # Imported here: `nylorun admin --stack` works without the `local` extra.
+    try:
+        from nylorun_local.runtime import state_file
+    except ImportError as missing:
+        raise AdminError("--local needs the local stack: pip install 'nylorun-runtime-aws[local]'") from missing
+    path: Path = state_file(port)
+    if not path.exists():
+        raise AdminError(f"no local Runtime on port {port} (start one with `nylorun serve --port {port}`)")
+    state = json.loads(path.read_text())
+    return {
+        **state["env"],
+        "AWS_ENDPOINT_URL": state["awsEndpoint"],
+        # moto takes any credentials; these keep boto3 from looking for real ones.
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }
+
+
+def _stack_env(stack: str, region: str | None) -> tuple[dict[str, str], str]:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    session = boto3.Session(region_name=region)
+    try:
+        operator = str(session.client("sts").get_caller_identity()["Arn"])
+        pages = session.client("cloudformation").get_paginator("list_stack_resources").paginate(StackName=stack)
+        physical = {
+            r["LogicalResourceId"]: r["PhysicalResourceId"] for page in pages for r in page["StackResourceSummaries"]
+        }
+    except (BotoCoreError, ClientError) as error:
+        raise AdminError(f"cannot read stack {stack}: {error}") from None
+    missing = [logical for logical in STACK_RESOURCES.values() if logical not in physical]
+    if missing:
+        raise AdminError(f"stack {stack} is not a Nylorun Runtime (no {', '.join(missing)})")
+    env = {setting: physical[logical] for setting, logical in STACK_RESOURCES.items()}
+    if session.region_name:
+        env["AWS_DEFAULT_REGION"] = session.region_name
+    return env, operator
