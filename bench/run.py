@@ -100,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
                 results["push_fairness"] = _timed(
                     "6. fair push: 1,000 configs on one task (local Runtime)", lambda: fairness.push_fairness(bench)
                 )
+    if only != set(FIGURES) and args.output.exists():
+        # A partial run (--only) replaces its own figures and keeps the others the file holds, from earlier runs.
+        earlier = json.loads(args.output.read_text())
+        results = {**{k: v for k, v in earlier.items() if k not in ("meta", "targets")}, **results}
+        results["meta"]["figures_this_run"] = sorted(only)
+        results["meta"]["earlier_run"] = earlier.get("meta", {}).get("date")
     results["targets"] = targets(results)
     results["meta"]["wall_seconds"] = round(time.monotonic() - started, 1)
     results["meta"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]

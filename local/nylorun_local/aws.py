@@ -8,6 +8,7 @@ Written for moto 5.2.5 (pinned); tests/integration/test_local_aws.py fails loudl
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -112,7 +113,20 @@ def install_lambda_shim() -> None:
 
 
 _dynamodb_lock = threading.RLock()
-_sqs_receive_lock = threading.Lock()
+_sqs_lock = threading.RLock()
+_SQS_OPERATIONS = (
+    "send_message", "send_message_batch", "delete_message", "delete_message_batch",
+    "change_message_visibility", "change_message_visibility_batch", "purge_queue",
+)
+
+
+def _serialized(operation: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(operation)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with _sqs_lock:
+            return operation(*args, **kwargs)
+
+    return serialized
 _dynamodb_patched = False
 
 
@@ -210,17 +224,30 @@ def patch_moto_dynamodb() -> None:
 
         original_receive = SQSBackend.receive_message
 
-        def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
-            # One receive at a time: moto marks a FIFO group in flight only as it hands out its messages, so two
-            # pollers receiving at once could both take one group (and deliver it out of order).
-            with _sqs_receive_lock:
-                queue = self.get_queue(queue_name)
-                for message in list(queue.pending_messages):
-                    if message.visible:
-                        queue.pending_messages.remove(message)
-                return original_receive(self, queue_name, *args, **kwargs)
+        def receive_message(
+            self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
+        ) -> Any:
+            # A long poll (`nylorun admin dlq`'s) waits between tries outside the lock: held through the wait, it
+            # would stop every other queue operation (the pollers') for that long.
+            deadline = time.monotonic() + wait_seconds_timeout
+            while True:
+                with _sqs_lock:
+                    queue = self.get_queue(queue_name)
+                    for message in list(queue.pending_messages):
+                        if message.visible:
+                            queue.pending_messages.remove(message)
+                    received = original_receive(self, queue_name, count, 0, *args, **kwargs)
+                if received or time.monotonic() >= deadline:
+                    return received
+                time.sleep(0.05)
 
         SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
+        # One queue operation at a time. moto's queues are plain lists: a delete rebuilds the list, so a message
+        # sent meanwhile (appended to the old one) is lost; and a FIFO group is marked in flight only as a receive
+        # hands out its messages, so two receives at once could both take one group (out of order). SQS does
+        # neither; with several pollers and the api sending at once, moto must not either.
+        for name in _SQS_OPERATIONS:
+            setattr(SQSBackend, name, _serialized(getattr(SQSBackend, name)))
         _dynamodb_patched = True
 
 

@@ -28,7 +28,7 @@ LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 # Push batches run in this many execution environments at once. Deployed, Lambda runs up to the push event
 # source's MaximumConcurrency (template parameter PushMaxConcurrency, 20 by default), one per message group in
 # flight; locally a few threads stand in, so one task's 1,000 deliveries do not hold up another subject's (issue 15).
-PUSH_ENVIRONMENTS = 4
+PUSH_ENVIRONMENTS = int(os.environ.get("NYLORUN_LOCAL_PUSH_ENVIRONMENTS", "4"))
 # The example Agents (echo, tck, support), served locally unless LocalOptions.examples is False.
 EXAMPLE_AGENTS = "nylorun_examples:AGENTS"
 # NYLORUN_AGENTS as the process got it, before a LocalRuntime set it: a local Runtime serves those Agents too.

@@ -98,21 +98,23 @@ def delivered(local_runtime: LocalRuntime) -> Iterator[Callable[[str], list[dict
     sandboxes = {function: threading.Lock() for function in functions}
     with pytest.MonkeyPatch.context() as patch:
         for function in functions:
-            handler = local_aws._handlers[names[function]]
-
-            def spy(
-                event: dict[str, Any],
-                context: Any,
-                _handler: Any = handler,
-                _function: str = function,
-                _sandbox: threading.Lock = sandboxes[function],
-            ) -> Any:
-                with _sandbox:
-                    seen.setdefault(_function, []).extend(copy.deepcopy(event.get("Records", [])))
-                    return _handler(event, context)
-
-            patch.setitem(local_aws._handlers, names[function], spy)
+            # One spy per execution environment (the push function has several), all under the function's lock.
+            spies = [
+                _spy(handler, function, sandboxes[function], seen) for handler in local_aws._handlers[names[function]]
+            ]
+            patch.setitem(local_aws._handlers, names[function], spies)
         yield lambda function: list(seen.get(function, []))
+
+
+def _spy(
+    handler: Any, function: str, sandbox: threading.Lock, seen: dict[str, list[dict[str, Any]]]
+) -> Callable[[dict[str, Any], Any], Any]:
+    def spy(event: dict[str, Any], context: Any) -> Any:
+        with sandbox:
+            seen.setdefault(function, []).extend(copy.deepcopy(event.get("Records", [])))
+            return handler(event, context)
+
+    return spy
 
 
 def turn_event(name: str, **fields: Any) -> dict[str, Any]:
