@@ -5,6 +5,7 @@ Made once per cold start by each Lambda handler, and once by `nylorun serve`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,7 +16,7 @@ from botocore.config import Config
 
 from nylorun.adapters.dynamodb import DynamoTaskStore, decode_change
 from nylorun.adapters.s3 import S3FileStore
-from nylorun.adapters.sqs import SqsContextQueue, SqsPushQueue
+from nylorun.adapters.sqs import SqsContextQueue, SqsDeadLetters, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.domain.ids import use_runtime_key
@@ -153,6 +154,19 @@ class Runtime:
     @cached_property
     def push_queue(self) -> SqsPushQueue:
         return SqsPushQueue(self.client("sqs"), self.settings.push_queue_url, self.settings.push_dlq_url)
+
+    @cached_property
+    def dead_letters(self) -> SqsDeadLetters:
+        """The context and push queues' dead letters (`nylorun admin dlq`/`redrive`; no function reads them)."""
+        settings = self.settings
+        return SqsDeadLetters(
+            self.client("sqs"),
+            {
+                "context": (settings.context_dlq_url, settings.context_queue_url),
+                "push": (settings.push_dlq_url, settings.push_queue_url),
+            },
+            clock=time.time,
+        )
 
     def push_secrets(self) -> SigningSecrets:
         """The signing secret(s): from Secrets Manager when deployed, else from settings. Space-separated

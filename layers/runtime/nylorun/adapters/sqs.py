@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from nylorun.ports import Delivery
+from nylorun.ports import DeadLetter, DeadLetterLook, DeadLetterQueue, Delivery
 
 
 def hold_failed_groups(
@@ -91,10 +93,176 @@ class SqsPushQueue:
             QueueUrl=self._dlq,
             MessageBody=json.dumps({"delivery": json.loads(delivery.to_json()), "reason": reason}),
             MessageGroupId=delivery.group,
-            MessageDeduplicationId=delivery.webhook_id,
+            # One dead letter per delivery message (a retried invocation that gives up twice sends one), but a
+            # redriven delivery (`nylorun admin redrive`: a new retry window) that gives up again is a new one: with
+            # the webhook-id alone SQS would drop it as a duplicate for 5 minutes, and it would be lost
+            # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html).
+            MessageDeduplicationId=f"{delivery.webhook_id}-{int(delivery.first_attempt_at * 1000)}",
         )
 
     def retry_later(self, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(
             QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
         )
+
+
+# ---------------------------------------------------------------------------------------------- dead letters
+# ReceiveMessage takes at most 10 messages a call, and ChangeMessageVisibilityBatch / DeleteMessageBatch at most 10
+# entries (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html).
+_BATCH = 10
+# A long poll of 1 s asks every SQS server; a short poll (0 s) samples a subset and may answer "empty" while messages
+# are there, which would end a look or a redrive early
+# (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-short-and-long-polling.html).
+_WAIT_SECONDS = 1
+# How long a message a look or a redrive received stays hidden if the command dies before it made the message
+# visible again (or deleted it): short, so an interrupted command leaves the queue as it was within a minute.
+LOOK_HOLD_SECONDS = 30
+REDRIVE_HOLD_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class _Route:
+    dlq_url: str
+    source_url: str
+
+
+@dataclass(frozen=True)
+class _Received:
+    letter: DeadLetter
+    receipt: str
+    group: str
+    body: dict[str, Any]
+
+
+class SqsDeadLetters:
+    """The context and push queues' dead-letter queues (FIFO): looked at without consuming, redriven one message
+    at a time (receive → send to the source queue, same message group → delete).
+
+    SQS's own StartMessageMoveTask redrives FIFO dead-letter queues too, but moves a whole queue to the queues its
+    messages were moved from by a redrive policy (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/
+    APIReference/API_StartMessageMoveTask.html): a push delivery the push function dead-lettered itself has no such
+    source, it cannot be limited to one task, cannot restart a delivery's retry window, and moto does not implement
+    it. So the Runtime moves its own messages, in the formats it wrote them (SqsContextQueue, SqsPushQueue)."""
+
+    def __init__(self, client: Any, routes: dict[DeadLetterQueue, tuple[str, str]], clock: Callable[[], float]) -> None:
+        self._sqs = client
+        self._routes = {queue: _Route(dlq, source) for queue, (dlq, source) in routes.items() if dlq and source}
+        self._now = clock
+
+    def queues(self) -> list[DeadLetterQueue]:
+        """The dead-letter queues this Runtime has (a queue whose URL is not set is left out)."""
+        return list(self._routes)
+
+    def look(self, queue: DeadLetterQueue) -> DeadLetterLook:
+        route = self._routes[queue]
+        self._refuse_onward_redrive(route.dlq_url)
+        total = int(
+            self._sqs.get_queue_attributes(QueueUrl=route.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])[
+                "Attributes"
+            ]["ApproximateNumberOfMessages"]
+        )
+        received: list[_Received] = []
+        try:
+            # Every message stays in flight until the look ends: a FIFO queue then hands out the next groups'
+            # messages, never the same one twice.
+            while batch := self._receive(queue, route.dlq_url, LOOK_HOLD_SECONDS):
+                received.extend(batch)
+        finally:
+            self._release(route.dlq_url, [r.receipt for r in received])
+        return DeadLetterLook(queue, [r.letter for r in received], total)
+
+    def redrive(
+        self, queue: DeadLetterQueue, wanted: Callable[[DeadLetter], bool], before: Callable[[DeadLetter], None]
+    ) -> list[DeadLetter]:
+        route = self._routes[queue]
+        self._refuse_onward_redrive(route.dlq_url)
+        held: list[str] = []
+        moved: list[DeadLetter] = []
+        done: set[tuple[str, str, str, str]] = set()
+        try:
+            while batch := self._receive(queue, route.dlq_url, REDRIVE_HOLD_SECONDS):
+                for message in batch:
+                    letter = message.letter
+                    # Once per turn or delivery in one run: a redriven delivery refused again at once is back here
+                    # with a new message id, and would otherwise go round until the command is stopped.
+                    if not letter.task_id or letter.key in done or not wanted(letter):
+                        held.append(message.receipt)
+                        continue
+                    before(letter)
+                    self._sqs.send_message(
+                        QueueUrl=route.source_url,
+                        MessageBody=json.dumps(self._redriven(queue, message.body)),
+                        MessageGroupId=message.group,
+                        # Fresh, and the same for the same dead letter: the source queue dropped the first id as a
+                        # duplicate for 5 minutes, and a redrive interrupted between this send and the delete below,
+                        # then run again, sends a copy SQS drops in those 5 minutes (after them the consumers are
+                        # idempotent: dispatch starts a turn once, a delivery keeps its webhook-id)
+                        # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+                        MessageDeduplicationId=f"redrive-{letter.message_id}",
+                    )
+                    self._sqs.delete_message(QueueUrl=route.dlq_url, ReceiptHandle=message.receipt)
+                    done.add(letter.key)
+                    moved.append(letter)
+        finally:
+            self._release(route.dlq_url, held)
+        return moved
+
+    def _redriven(self, queue: DeadLetterQueue, body: dict[str, Any]) -> dict[str, Any]:
+        if queue == "push":
+            # Profile v2: "Retries last up to 24 hours", counted from the first attempt. A redriven delivery gets a
+            # new window from now; with the old one it would be dead-lettered again at its first failure.
+            return {"delivery": {**body["delivery"], "first_attempt_at": self._now()}}
+        return body
+
+    def _refuse_onward_redrive(self, dlq_url: str) -> None:
+        """Receiving bumps a message's receive count; on a queue with a redrive policy of its own, a look could
+        then move its messages on. The Runtime's dead-letter queues have none (template.yaml: the end of the line)."""
+        attributes = self._sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["RedrivePolicy"])
+        if attributes.get("Attributes", {}).get("RedrivePolicy"):
+            raise RuntimeError(f"{dlq_url} has a redrive policy: looking at it could move its messages on")
+
+    def _receive(self, queue: DeadLetterQueue, url: str, hold: int) -> list[_Received]:
+        messages = self._sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=_BATCH,
+            VisibilityTimeout=hold,
+            WaitTimeSeconds=_WAIT_SECONDS,
+            MessageSystemAttributeNames=["SentTimestamp", "MessageGroupId"],
+        ).get("Messages", [])
+        return [self._read(queue, m) for m in messages]
+
+    def _release(self, url: str, receipts: list[str]) -> None:
+        """Visible again at once (ChangeMessageVisibility 0): the message group is free for the next look."""
+        for start in range(0, len(receipts), _BATCH):
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": receipt, "VisibilityTimeout": 0}
+                    for n, receipt in enumerate(receipts[start : start + _BATCH])
+                ],
+            )
+
+    @staticmethod
+    def _read(queue: DeadLetterQueue, message: dict[str, Any]) -> _Received:
+        attributes = message.get("Attributes", {})
+        sent = datetime.fromtimestamp(int(attributes.get("SentTimestamp", "0")) / 1000, tz=UTC)
+        since = sent.isoformat(timespec="seconds").replace("+00:00", "Z")
+        common = {"queue": queue, "message_id": message["MessageId"], "since": since}
+        try:
+            body = json.loads(message["Body"])
+            if queue == "push":
+                delivery = Delivery(**body["delivery"])
+                payload = delivery.payload
+                state = (payload.get("status") or {}).get("state", "") if delivery.kind == "statusUpdate" else ""
+                letter = DeadLetter(
+                    **common, task_id=delivery.task_id, reason=str(body.get("reason", "")),
+                    config_id=delivery.config_id, event_id=delivery.event_id,
+                    event=f"{delivery.kind} {state}".strip(), webhook_id=delivery.webhook_id,
+                )  # fmt: skip
+            else:
+                # Moved here by the context queue's redrive policy: every receive (a look while its context was
+                # busy, or a failed start) counted, up to maxReceiveCount.
+                letter = DeadLetter(**common, task_id=str(body["taskId"]), reason="not started within the context queue's receives")
+        except (ValueError, KeyError, TypeError):
+            body, letter = {}, DeadLetter(**common, task_id="", reason="unreadable body (not the Runtime's format)")
+        return _Received(letter, message["ReceiptHandle"], attributes.get("MessageGroupId", ""), body)

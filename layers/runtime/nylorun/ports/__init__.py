@@ -18,6 +18,13 @@ from nylorun.domain.errors import (
 )
 from nylorun.domain.ids import Owner
 from nylorun.domain.quotas import QuotaExceeded, Quotas
+from nylorun.ports.deadletters import (
+    DEAD_LETTER_QUEUES,
+    DeadLetter,
+    DeadLetterLook,
+    DeadLetterQueue,
+    DeadLetters,
+)
 from nylorun.ports.files import REFUSED_TAG, Fetcher, FileStore, FileTooLarge, StoredObject
 from nylorun.ports.push import (
     PUSH_CREDENTIAL,
@@ -52,12 +59,17 @@ from nylorun.ports.tasks import (
 from nylorun.protocol.models import TaskStatus
 
 __all__ = [
+    "DEAD_LETTER_QUEUES",
     "PUSH_CREDENTIAL",
     "REFUSED_TAG",
     "TASK_TOKEN",
     "AddressRefused",
     "ContextBusy",
     "ContextQueue",
+    "DeadLetter",
+    "DeadLetterLook",
+    "DeadLetterQueue",
+    "DeadLetters",
     "Delivery",
     "DeliveryQueue",
     "DuplicateMessage",

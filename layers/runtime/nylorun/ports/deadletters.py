@@ -1,0 +1,60 @@
+"""Dead letters (issue 16): the queued turns and push deliveries the Runtime gave up on, each tied back to its
+task, for an operator to look at (`nylorun admin dlq`) and move back (`nylorun admin redrive`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+# The queues whose dead letters an operator redrives: a queued turn (ContextQueue → ContextDLQ) and a push delivery
+# (PushQueue → PushDLQ).
+DeadLetterQueue = Literal["context", "push"]
+DEAD_LETTER_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push")
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    queue: DeadLetterQueue
+    message_id: str  # the dead-letter queue's id of the message (what `redrive --message` names)
+    task_id: str  # "" when the body could not be read (such a letter is shown, never redriven)
+    reason: str
+    since: str  # ISO 8601 UTC: when the message was put on the queue it now sits in
+    config_id: str = ""  # push: the push config it was for
+    event_id: str = ""  # push: the event it carries
+    event: str = ""  # push: what it carries ("statusUpdate TASK_STATE_COMPLETED", "artifactUpdate")
+    webhook_id: str = ""  # push: the Standard Webhooks id every attempt of it carried (and a redrive keeps)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """The same turn or delivery, whichever message carries it (a redriven one that dead-letters again has a
+        new message id)."""
+        return (self.queue, self.task_id, self.config_id, self.event_id)
+
+
+@dataclass(frozen=True)
+class DeadLetterLook:
+    """What one look at a dead-letter queue saw."""
+
+    queue: DeadLetterQueue
+    letters: list[DeadLetter] = field(default_factory=list)
+    # ApproximateNumberOfMessages before the look: a FIFO queue hands out at most 10 messages of a message group
+    # until they are deleted or visible again, so a look may see fewer than there are.
+    approximate_total: int = 0
+
+
+class DeadLetters(Protocol):
+    def look(self, queue: DeadLetterQueue) -> DeadLetterLook:
+        """The queue's dead letters, oldest first per message group, each left on the queue and visible again at
+        once (nothing is consumed)."""
+        ...
+
+    def redrive(
+        self, queue: DeadLetterQueue, wanted: Callable[[DeadLetter], bool], before: Callable[[DeadLetter], None]
+    ) -> list[DeadLetter]:
+        """Move each wanted dead letter back to the queue it came from (`before` runs first, for each), and
+        leave the others as they were: the letters moved."""
+        ...
+
+
+__all__ = ["DEAD_LETTER_QUEUES", "DeadLetter", "DeadLetterLook", "DeadLetterQueue", "DeadLetters"]
