@@ -1,10 +1,10 @@
 """`nylorun admin` commands on dead letters: dlq, redrive (issue 16).
 
-    nylorun admin dlq [--queue context|push]
+    nylorun admin dlq [--queue context|push|push-rule|publish]
     nylorun admin redrive [--queue context|push] (--all | --task ID … | --message ID …)
 
-`dlq` looks at the context queue's and the push queue's dead-letter queues without consuming anything (each
-message is visible again as soon as the look ends) and ties each dead letter to its task as it is now. `redrive`
+`dlq` looks at the Runtime's dead-letter queues without consuming anything (each message is visible again as soon
+as the look ends) and ties each dead letter to its task as it is now. `redrive`
 records an operator action on each task, then moves its dead letter back to the queue it came from: a queued turn
 to the context queue (the dispatch function starts it once its context is free), a push delivery to the push queue
 with a new retry window and the same webhook-id. Running it twice, or again after it was interrupted, starts no
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from nylorun.ports import DEAD_LETTER_QUEUES, DeadLetter, DeadLetterLook
+from nylorun.ports import DEAD_LETTER_QUEUES, REDRIVEN_QUEUES, DeadLetter, DeadLetterLook
 
 from nylorun_client import admin
 
@@ -24,7 +24,18 @@ if TYPE_CHECKING:
     from nylorun_client.admin import Target
 
 # The template's name for each dead-letter queue, and what it holds.
-QUEUE_NAMES = {"context": ("ContextDLQ", "queued turns"), "push": ("PushDLQ", "push deliveries")}
+QUEUE_NAMES = {
+    "context": ("ContextDLQ", "queued turns"),
+    "push": ("PushDLQ", "push deliveries"),
+    "push-rule": ("PushRuleDLQ", "events the push rule could not put on the push queue"),
+    "publish": ("PublishDLQ", "table changes the publish function could not send"),
+}
+# What to do with the dead letters `redrive` does not move (README, "Dead letters").
+NOT_REDRIVEN = {
+    "push-rule": "put each event back on the bus (aws events put-events); the push function pushes only what the "
+    "table holds",
+    "publish": "the stream keeps changes 24 hours: its tasks' statuses are in the table, their events were not sent",
+}
 SOURCE_NAMES = {"context": "ContextQueue", "push": "PushQueue"}
 # A FIFO queue hands out at most 10 messages of one message group until they are deleted or visible again
 # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-queues-understanding-logic.html).
@@ -48,9 +59,9 @@ def add_commands(sub: Any) -> None:
     redrive.set_defaults(run=lambda args: admin.run_admin(args, _redrive))
 
 
-def _queues(target: Target, args: argparse.Namespace) -> list[Any]:
+def _queues(target: Target, args: argparse.Namespace, among: tuple[str, ...] = DEAD_LETTER_QUEUES) -> list[Any]:
     have = target.runtime.dead_letters.queues()
-    return [q for q in have if not args.queue or q in args.queue]
+    return [q for q in have if q in among and (not args.queue or q in args.queue)]
 
 
 def _dlq(target: Target, args: argparse.Namespace) -> int:
@@ -65,6 +76,9 @@ def _dlq(target: Target, args: argparse.Namespace) -> int:
 def _redrive(target: Target, args: argparse.Namespace) -> int:
     if not (args.all or args.task or args.message):
         raise admin.AdminError("say which dead letters: --all, --task TASK or --message ID")
+    refused = [q for q in args.queue or () if q not in REDRIVEN_QUEUES]
+    if refused:
+        raise admin.AdminError(f"{refused[0]} dead letters are not redriven by this command: {NOT_REDRIVEN[refused[0]]}")
     tasks, messages = set(args.task), set(args.message)
 
     def wanted(letter: DeadLetter) -> bool:
@@ -78,7 +92,7 @@ def _redrive(target: Target, args: argparse.Namespace) -> int:
 
     moved = [
         letter
-        for queue in _queues(target, args)
+        for queue in _queues(target, args, among=REDRIVEN_QUEUES)
         for letter in target.runtime.dead_letters.redrive(queue, wanted, before=record)
     ]
     lines = [f"redriven: {_name(letter)} -> {SOURCE_NAMES[letter.queue]}" for letter in moved]
@@ -115,10 +129,14 @@ def _look_text(look: DeadLetterLook, letters: list[dict[str, Any]]) -> str:
         task = shown["task"]
         state = str(task["state"]).removeprefix("TASK_STATE_") if task else "gone"
         where = f"  agent {task['agent']}  context {task['contextId']}" if task else ""
-        lines.append(f"  {shown['messageId']}  task {shown.get('taskId', '?')}  {state}{where}")
+        lines.append(f"  {shown['messageId']}  task {shown['taskId']}  {state}{where}" if "taskId" in shown else f"  {shown['messageId']}")
         if look.queue == "push":
             lines.append(f"    config {shown.get('configId')}  {shown.get('event')}  webhook-id {shown.get('webhookId')}")
+        elif "event" in shown:
+            lines.append(f"    {shown['event']}")
         lines.append(f"    since {shown['since']}: {shown['reason']}")
-        if task is None or (look.queue == "context" and state != "SUBMITTED"):
+        if look.queue in REDRIVEN_QUEUES and (task is None or (look.queue == "context" and state != "SUBMITTED")):
             lines.append(f"    (the task is {state}: a redrive changes nothing, the {SOURCE_NAMES[look.queue]} consumer drops it)")
+    if letters and look.queue in NOT_REDRIVEN:
+        lines.append(f"  not redriven by `nylorun admin redrive`: {NOT_REDRIVEN[look.queue]}")
     return "\n".join(lines)

@@ -33,6 +33,8 @@ class LocalStack:
     context_dlq_url: str
     push_queue_url: str
     push_dlq_url: str
+    push_rule_dlq_url: str
+    publish_dlq_url: str
     files_bucket: str
     kms_key_arn: str
     function_names: dict[str, str]
@@ -85,6 +87,16 @@ def create_fifo_queue(client: Any, logical_id: str, dlq_logical_id: str, prefix:
                 **throughput,
             },
         )["QueueUrl"]
+    )
+
+
+def create_standard_queue(client: Any, logical_id: str, prefix: str) -> str:
+    """A standard queue with the template's retention."""
+    retention = str(template.properties(logical_id)["MessageRetentionPeriod"])
+    return str(
+        client.create_queue(QueueName=f"{prefix}-{logical_id}", Attributes={"MessageRetentionPeriod": retention})[
+            "QueueUrl"
+        ]
     )
 
 
@@ -151,6 +163,10 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     push_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-PushDLQ.fifo")["QueueUrl"]
     context_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-ContextDLQ.fifo")["QueueUrl"]
     route_events(aws, "PushRule", event_bus_name, push_queue_url)
+    # The two standard dead-letter queues, as deployed. Nothing puts messages on them locally (moto's EventBridge
+    # has no target dead-letter queue, and the local stream poller retries instead of giving up), but `nylorun
+    # admin dlq` reads them as it does on a stack.
+    push_rule_dlq_url, publish_dlq_url = (create_standard_queue(aws.client("sqs"), name, prefix) for name in ("PushRuleDLQ", "PublishDLQ"))
     files_bucket = f"{prefix}-files".lower()
     s3 = aws.client("s3")
     s3.create_bucket(Bucket=files_bucket)
@@ -193,6 +209,8 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         context_dlq_url=context_dlq_url,
         push_queue_url=push_queue_url,
         push_dlq_url=push_dlq_url,
+        push_rule_dlq_url=push_rule_dlq_url,
+        publish_dlq_url=publish_dlq_url,
         files_bucket=files_bucket,
         kms_key_arn=kms_key_arn,
         function_names=names,

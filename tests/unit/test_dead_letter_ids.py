@@ -56,7 +56,7 @@ def delivery(first_attempt_at: float = 1_000.0) -> Delivery:
 def test_a_redriven_delivery_that_gives_up_again_is_a_new_dead_letter_with_the_same_webhook_id() -> None:
     sqs = RecordingSqs()
     push = SqsPushQueue(sqs, SOURCE, DLQ)
-    dead_letters = SqsDeadLetters(sqs, {"push": (DLQ, SOURCE)}, clock=lambda: 90_000.0)
+    dead_letters = SqsDeadLetters(sqs, {"push": DLQ}, {"push": SOURCE}, clock=lambda: 90_000.0)
     # Given a delivery the push function gave up on, twice for one message (a retried invocation)
     push.dead_letter(delivery(), "HTTP 400")
     push.dead_letter(delivery(), "HTTP 400")
@@ -82,7 +82,7 @@ def test_a_redriven_delivery_that_gives_up_again_is_a_new_dead_letter_with_the_s
 
 def test_a_dead_letter_redriven_twice_is_sent_with_the_same_deduplication_id() -> None:
     sqs = RecordingSqs()
-    dead_letters = SqsDeadLetters(sqs, {"push": (DLQ, SOURCE)}, clock=lambda: 90_000.0)
+    dead_letters = SqsDeadLetters(sqs, {"push": DLQ}, {"push": SOURCE}, clock=lambda: 90_000.0)
     SqsPushQueue(sqs, SOURCE, DLQ).dead_letter(delivery(), "HTTP 500")
     # Given a redrive interrupted after its send, before its delete (the dead letter is still there)
     kept = dict(sqs.queues[DLQ][0])

@@ -157,14 +157,17 @@ class Runtime:
 
     @cached_property
     def dead_letters(self) -> SqsDeadLetters:
-        """The context and push queues' dead letters (`nylorun admin dlq`/`redrive`; no function reads them)."""
+        """The Runtime's dead-letter queues (`nylorun admin dlq`/`redrive`; no function reads them)."""
         settings = self.settings
         return SqsDeadLetters(
             self.client("sqs"),
-            {
-                "context": (settings.context_dlq_url, settings.context_queue_url),
-                "push": (settings.push_dlq_url, settings.push_queue_url),
+            dlqs={
+                "context": settings.context_dlq_url,
+                "push": settings.push_dlq_url,
+                "push-rule": settings.push_rule_dlq_url,
+                "publish": settings.publish_dlq_url,
             },
+            sources={"context": settings.context_queue_url, "push": settings.push_queue_url},
             clock=time.time,
         )
 

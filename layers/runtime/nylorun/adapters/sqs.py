@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nylorun.ports import DeadLetter, DeadLetterLook, DeadLetterQueue, Delivery
+from nylorun.ports import REDRIVEN_QUEUES, DeadLetter, DeadLetterLook, DeadLetterQueue, Delivery
 
 
 def hold_failed_groups(
@@ -121,12 +121,6 @@ REDRIVE_HOLD_SECONDS = 60
 
 
 @dataclass(frozen=True)
-class _Route:
-    dlq_url: str
-    source_url: str
-
-
-@dataclass(frozen=True)
 class _Received:
     letter: DeadLetter
     receipt: str
@@ -135,8 +129,9 @@ class _Received:
 
 
 class SqsDeadLetters:
-    """The context and push queues' dead-letter queues (FIFO): looked at without consuming, redriven one message
-    at a time (receive → send to the source queue, same message group → delete).
+    """The Runtime's dead-letter queues. The context and push queues' (FIFO) are looked at without consuming and
+    redriven one message at a time (receive → send to the source queue, same message group → delete); the push
+    rule's and the publish function's (standard queues, EventBridge's and Lambda's formats) are looked at only.
 
     SQS's own StartMessageMoveTask redrives FIFO dead-letter queues too, but moves a whole queue to the queues its
     messages were moved from by a redrive policy (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/
@@ -144,43 +139,52 @@ class SqsDeadLetters:
     source, it cannot be limited to one task, cannot restart a delivery's retry window, and moto does not implement
     it. So the Runtime moves its own messages, in the formats it wrote them (SqsContextQueue, SqsPushQueue)."""
 
-    def __init__(self, client: Any, routes: dict[DeadLetterQueue, tuple[str, str]], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        dlqs: dict[DeadLetterQueue, str],
+        sources: dict[DeadLetterQueue, str],
+        clock: Callable[[], float],
+    ) -> None:
         self._sqs = client
-        self._routes = {queue: _Route(dlq, source) for queue, (dlq, source) in routes.items() if dlq and source}
+        self._dlqs = {queue: url for queue, url in dlqs.items() if url}
+        self._sources = {queue: url for queue, url in sources.items() if url and queue in REDRIVEN_QUEUES}
         self._now = clock
 
     def queues(self) -> list[DeadLetterQueue]:
         """The dead-letter queues this Runtime has (a queue whose URL is not set is left out)."""
-        return list(self._routes)
+        return list(self._dlqs)
 
     def look(self, queue: DeadLetterQueue) -> DeadLetterLook:
-        route = self._routes[queue]
-        self._refuse_onward_redrive(route.dlq_url)
+        url = self._dlqs[queue]
+        self._refuse_onward_redrive(url)
         total = int(
-            self._sqs.get_queue_attributes(QueueUrl=route.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])[
+            self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])[
                 "Attributes"
             ]["ApproximateNumberOfMessages"]
         )
         received: list[_Received] = []
         try:
-            # Every message stays in flight until the look ends: a FIFO queue then hands out the next groups'
-            # messages, never the same one twice.
-            while batch := self._receive(queue, route.dlq_url, LOOK_HOLD_SECONDS):
+            # Every message stays in flight until the look ends: a queue then hands out others (a FIFO queue the
+            # next groups'), never the same one twice.
+            while batch := self._receive(queue, url, LOOK_HOLD_SECONDS):
                 received.extend(batch)
         finally:
-            self._release(route.dlq_url, [r.receipt for r in received])
+            self._release(url, [r.receipt for r in received])
         return DeadLetterLook(queue, [r.letter for r in received], total)
 
     def redrive(
         self, queue: DeadLetterQueue, wanted: Callable[[DeadLetter], bool], before: Callable[[DeadLetter], None]
     ) -> list[DeadLetter]:
-        route = self._routes[queue]
-        self._refuse_onward_redrive(route.dlq_url)
+        if queue not in self._sources:
+            raise ValueError(f"{queue} dead letters are not redriven by the Runtime")
+        url, source = self._dlqs[queue], self._sources[queue]
+        self._refuse_onward_redrive(url)
         held: list[str] = []
         moved: list[DeadLetter] = []
         done: set[tuple[str, str, str, str]] = set()
         try:
-            while batch := self._receive(queue, route.dlq_url, REDRIVE_HOLD_SECONDS):
+            while batch := self._receive(queue, url, REDRIVE_HOLD_SECONDS):
                 for message in batch:
                     letter = message.letter
                     # Once per turn or delivery in one run: a redriven delivery refused again at once is back here
@@ -190,7 +194,7 @@ class SqsDeadLetters:
                         continue
                     before(letter)
                     self._sqs.send_message(
-                        QueueUrl=route.source_url,
+                        QueueUrl=source,
                         MessageBody=json.dumps(self._redriven(queue, message.body)),
                         MessageGroupId=message.group,
                         # Fresh, and the same for the same dead letter: the source queue dropped the first id as a
@@ -200,11 +204,11 @@ class SqsDeadLetters:
                         # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
                         MessageDeduplicationId=f"redrive-{letter.message_id}",
                     )
-                    self._sqs.delete_message(QueueUrl=route.dlq_url, ReceiptHandle=message.receipt)
+                    self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message.receipt)
                     done.add(letter.key)
                     moved.append(letter)
         finally:
-            self._release(route.dlq_url, held)
+            self._release(url, held)
         return moved
 
     def _redriven(self, queue: DeadLetterQueue, body: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +232,7 @@ class SqsDeadLetters:
             VisibilityTimeout=hold,
             WaitTimeSeconds=_WAIT_SECONDS,
             MessageSystemAttributeNames=["SentTimestamp", "MessageGroupId"],
+            MessageAttributeNames=["All"],  # EventBridge says why in ERROR_CODE and ERROR_MESSAGE
         ).get("Messages", [])
         return [self._read(queue, m) for m in messages]
 
@@ -247,22 +252,52 @@ class SqsDeadLetters:
         attributes = message.get("Attributes", {})
         sent = datetime.fromtimestamp(int(attributes.get("SentTimestamp", "0")) / 1000, tz=UTC)
         since = sent.isoformat(timespec="seconds").replace("+00:00", "Z")
-        common = {"queue": queue, "message_id": message["MessageId"], "since": since}
         try:
             body = json.loads(message["Body"])
-            if queue == "push":
-                delivery = Delivery(**body["delivery"])
-                payload = delivery.payload
-                state = (payload.get("status") or {}).get("state", "") if delivery.kind == "statusUpdate" else ""
-                letter = DeadLetter(
-                    **common, task_id=delivery.task_id, reason=str(body.get("reason", "")),
-                    config_id=delivery.config_id, event_id=delivery.event_id,
-                    event=f"{delivery.kind} {state}".strip(), webhook_id=delivery.webhook_id,
-                )  # fmt: skip
-            else:
-                # Moved here by the context queue's redrive policy: every receive (a look while its context was
-                # busy, or a failed start) counted, up to maxReceiveCount.
-                letter = DeadLetter(**common, task_id=str(body["taskId"]), reason="not started within the context queue's receives")
-        except (ValueError, KeyError, TypeError):
-            body, letter = {}, DeadLetter(**common, task_id="", reason="unreadable body (not the Runtime's format)")
+            fields = _READERS[queue](body, message.get("MessageAttributes", {}))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            body, fields = {}, {"task_id": "", "reason": "unreadable body (not the format this queue gets)"}
+        letter = DeadLetter(queue=queue, message_id=message["MessageId"], since=since, **fields)
         return _Received(letter, message["ReceiptHandle"], attributes.get("MessageGroupId", ""), body)
+
+
+def _context_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
+    # Moved here by the context queue's redrive policy: every receive (a look while its context was busy, or a
+    # failed start) counted, up to maxReceiveCount.
+    return {"task_id": str(body["taskId"]), "reason": "not started within the context queue's receives"}
+
+
+def _push_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
+    delivery = Delivery(**body["delivery"])  # as SqsPushQueue.dead_letter wrote it
+    state = (delivery.payload.get("status") or {}).get("state", "") if delivery.kind == "statusUpdate" else ""
+    return {"task_id": delivery.task_id, "reason": str(body.get("reason", "")), "config_id": delivery.config_id,
+            "event_id": delivery.event_id, "event": f"{delivery.kind} {state}".strip(),
+            "webhook_id": delivery.webhook_id}  # fmt: skip
+
+
+def _push_rule_letter(body: dict[str, Any], attributes: dict[str, Any]) -> dict[str, str]:
+    # EventBridge's dead letter: the event as the bus had it, and why in message attributes
+    # (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
+    detail = body["detail"]
+    said = {name: str(attributes.get(name, {}).get("StringValue", "")) for name in ("ERROR_CODE", "ERROR_MESSAGE")}
+    return {"task_id": str(detail["taskId"]), "reason": ": ".join(v for v in said.values() if v),
+            "event_id": str(detail.get("eventId", "")),
+            "event": f"{body['detail-type']} {detail.get('state', '')}".strip()}  # fmt: skip
+
+
+def _publish_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
+    # Lambda's record of a stream batch it gave up on: the batch's place in the stream, not its changes
+    # (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html).
+    batch = body["DDBStreamBatchInfo"]
+    context = body.get("requestContext", {})
+    return {"task_id": "", "reason": f"{context.get('condition', '')} after {context.get('approximateInvokeCount', '?')} invocations",
+            "event": f"{batch['batchSize']} table changes, shard {batch['shardId']} sequence numbers "
+                     f"{batch['startSequenceNumber']}..{batch['endSequenceNumber']}"}  # fmt: skip
+
+
+_READERS: dict[DeadLetterQueue, Callable[[dict[str, Any], dict[str, Any]], dict[str, str]]] = {
+    "context": _context_letter,
+    "push": _push_letter,
+    "push-rule": _push_rule_letter,
+    "publish": _publish_letter,
+}

@@ -20,6 +20,7 @@ from nylorun.domain.ids import Owner
 from nylorun.domain.quotas import QuotaExceeded, Quotas
 from nylorun.ports.deadletters import (
     DEAD_LETTER_QUEUES,
+    REDRIVEN_QUEUES,
     DeadLetter,
     DeadLetterLook,
     DeadLetterQueue,
@@ -61,6 +62,7 @@ from nylorun.protocol.models import TaskStatus
 __all__ = [
     "DEAD_LETTER_QUEUES",
     "PUSH_CREDENTIAL",
+    "REDRIVEN_QUEUES",
     "REFUSED_TAG",
     "TASK_TOKEN",
     "AddressRefused",

@@ -7,22 +7,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-# The queues whose dead letters an operator redrives: a queued turn (ContextQueue → ContextDLQ) and a push delivery
-# (PushQueue → PushDLQ).
-DeadLetterQueue = Literal["context", "push"]
-DEAD_LETTER_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push")
+# The Runtime's dead-letter queues: queued turns (ContextQueue → ContextDLQ) and push deliveries (PushQueue →
+# PushDLQ), which an operator redrives; events the push rule could not put on the push queue (PushRuleDLQ) and
+# table-change batches the publish function could not send (PublishDLQ), which are only listed.
+DeadLetterQueue = Literal["context", "push", "push-rule", "publish"]
+DEAD_LETTER_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push", "push-rule", "publish")
+REDRIVEN_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push")
 
 
 @dataclass(frozen=True)
 class DeadLetter:
     queue: DeadLetterQueue
     message_id: str  # the dead-letter queue's id of the message (what `redrive --message` names)
-    task_id: str  # "" when the body could not be read (such a letter is shown, never redriven)
+    task_id: str  # "" for a publish batch (it names no task) or a body that could not be read: never redriven
     reason: str
     since: str  # ISO 8601 UTC: when the message was put on the queue it now sits in
     config_id: str = ""  # push: the push config it was for
-    event_id: str = ""  # push: the event it carries
-    event: str = ""  # push: what it carries ("statusUpdate TASK_STATE_COMPLETED", "artifactUpdate")
+    event_id: str = ""  # push, push-rule: the event it carries
+    # What it carries: "statusUpdate TASK_STATE_COMPLETED", "artifactUpdate" (push); the event's detail-type and
+    # state (push-rule); the batch of table changes (publish).
+    event: str = ""
     webhook_id: str = ""  # push: the Standard Webhooks id every attempt of it carried (and a redrive keeps)
 
     @property
@@ -52,9 +56,9 @@ class DeadLetters(Protocol):
     def redrive(
         self, queue: DeadLetterQueue, wanted: Callable[[DeadLetter], bool], before: Callable[[DeadLetter], None]
     ) -> list[DeadLetter]:
-        """Move each wanted dead letter back to the queue it came from (`before` runs first, for each), and
-        leave the others as they were: the letters moved."""
+        """Move each wanted dead letter of a REDRIVEN_QUEUES queue back to the queue it came from (`before` runs
+        first, for each), and leave the others as they were: the letters moved."""
         ...
 
 
-__all__ = ["DEAD_LETTER_QUEUES", "DeadLetter", "DeadLetterLook", "DeadLetterQueue", "DeadLetters"]
+__all__ = ["DEAD_LETTER_QUEUES", "REDRIVEN_QUEUES", "DeadLetter", "DeadLetterLook", "DeadLetterQueue", "DeadLetters"]
