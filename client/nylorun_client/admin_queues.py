@@ -14,9 +14,16 @@ turn twice and delivers nothing under another webhook-id (README, "Operating the
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nylorun.ports import DEAD_LETTER_QUEUES, REDRIVEN_QUEUES, DeadLetter, DeadLetterLook
+from nylorun.ports import (
+    DEAD_LETTER_QUEUES,
+    REDRIVEN_QUEUES,
+    DeadLetter,
+    DeadLetterLook,
+    DeadLetterQueueRefused,
+)
 
 from nylorun_client import admin
 
@@ -46,7 +53,7 @@ def add_commands(sub: Any) -> None:
     """Add this module's commands to `nylorun admin`'s subparsers."""
     dlq = sub.add_parser("dlq", help="list the dead letters of the context and push queues, with their tasks")
     dlq.add_argument("--queue", choices=DEAD_LETTER_QUEUES, action="append", help="only this queue (repeatable)")
-    dlq.set_defaults(run=lambda args: admin.run_admin(args, _dlq))
+    dlq.set_defaults(run=lambda args: admin.run_admin(args, _refusing(_dlq)))
 
     redrive = sub.add_parser("redrive", help="move dead letters back to their queue (each action recorded)")
     redrive.add_argument("--queue", choices=DEAD_LETTER_QUEUES, action="append", help="only this queue (repeatable)")
@@ -56,7 +63,19 @@ def add_commands(sub: Any) -> None:
     which.add_argument(
         "--message", action="append", default=[], metavar="ID", help="this dead letter (its message id, from dlq)"
     )
-    redrive.set_defaults(run=lambda args: admin.run_admin(args, _redrive))
+    redrive.set_defaults(run=lambda args: admin.run_admin(args, _refusing(_redrive)))
+
+
+def _refusing(command: Callable[[Target, argparse.Namespace], int]) -> Callable[[Target, argparse.Namespace], int]:
+    """A queue the commands will not touch is an operator's error (one line, exit 1), not a crash."""
+
+    def run(target: Target, args: argparse.Namespace) -> int:
+        try:
+            return command(target, args)
+        except DeadLetterQueueRefused as refused:
+            raise admin.AdminError(str(refused)) from None
+
+    return run
 
 
 def _queues(target: Target, args: argparse.Namespace, among: tuple[str, ...] = DEAD_LETTER_QUEUES) -> list[Any]:

@@ -226,6 +226,14 @@ def test_the_push_rule_and_publish_dead_letters_are_listed_and_not_redriven(
         assert admin(local_runtime, capsys, "redrive", "--task", task["id"])[1].strip() == "0 dead letters redriven"
         again = json.loads(admin(local_runtime, capsys, "--json", "dlq", "--queue", "push-rule", "--queue", "publish")[1])
         assert [len(q["letters"]) for q in again["queues"]] == [1, 1]
+        # When a dead-letter queue has a redrive policy of its own (each look would count towards moving it on)
+        target = sqs.get_queue_attributes(QueueUrl=stack.push_rule_dlq_url, AttributeNames=["QueueArn"])["Attributes"]
+        onward = json.dumps({"deadLetterTargetArn": target["QueueArn"], "maxReceiveCount": 1})
+        sqs.set_queue_attributes(QueueUrl=stack.publish_dlq_url, Attributes={"RedrivePolicy": onward})
+        # Then the command refuses to look at it, and its message stays where it was
+        assert admin(local_runtime, capsys, "dlq", "--queue", "publish")[0] == 1
+        sqs.set_queue_attributes(QueueUrl=stack.publish_dlq_url, Attributes={"RedrivePolicy": ""})
+        assert len(json.loads(admin(local_runtime, capsys, "--json", "dlq", "--queue", "publish")[1])["queues"][0]["letters"]) == 1
     finally:
         sqs.purge_queue(QueueUrl=stack.push_rule_dlq_url)
         sqs.purge_queue(QueueUrl=stack.publish_dlq_url)

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nylorun.ports import REDRIVEN_QUEUES, DeadLetter, DeadLetterLook, DeadLetterQueue, Delivery
+from nylorun.ports import (
+    REDRIVEN_QUEUES,
+    DeadLetter,
+    DeadLetterLook,
+    DeadLetterQueue,
+    DeadLetterQueueRefused,
+    Delivery,
+)
 
 
 def hold_failed_groups(
@@ -171,7 +178,9 @@ class SqsDeadLetters:
                 received.extend(batch)
         finally:
             self._release(url, [r.receipt for r in received])
-        return DeadLetterLook(queue, [r.letter for r in received], total)
+        # A look longer than its hold sees the first messages again: each is shown once.
+        letters = {r.letter.message_id: r.letter for r in received}
+        return DeadLetterLook(queue, list(letters.values()), total)
 
     def redrive(
         self, queue: DeadLetterQueue, wanted: Callable[[DeadLetter], bool], before: Callable[[DeadLetter], None]
@@ -223,7 +232,7 @@ class SqsDeadLetters:
         then move its messages on. The Runtime's dead-letter queues have none (template.yaml: the end of the line)."""
         attributes = self._sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["RedrivePolicy"])
         if attributes.get("Attributes", {}).get("RedrivePolicy"):
-            raise RuntimeError(f"{dlq_url} has a redrive policy: looking at it could move its messages on")
+            raise DeadLetterQueueRefused(f"{dlq_url} has a redrive policy: looking at it could move its messages on")
 
     def _receive(self, queue: DeadLetterQueue, url: str, hold: int) -> list[_Received]:
         messages = self._sqs.receive_message(

@@ -24,6 +24,7 @@ from nylorun.ports.deadletters import (
     DeadLetter,
     DeadLetterLook,
     DeadLetterQueue,
+    DeadLetterQueueRefused,
     DeadLetters,
 )
 from nylorun.ports.files import REFUSED_TAG, Fetcher, FileStore, FileTooLarge, StoredObject
@@ -71,6 +72,7 @@ __all__ = [
     "DeadLetter",
     "DeadLetterLook",
     "DeadLetterQueue",
+    "DeadLetterQueueRefused",
     "DeadLetters",
     "Delivery",
     "DeliveryQueue",

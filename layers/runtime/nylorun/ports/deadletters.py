@@ -47,6 +47,11 @@ class DeadLetterLook:
     approximate_total: int = 0
 
 
+class DeadLetterQueueRefused(Exception):
+    """A dead-letter queue with a redrive policy of its own: receiving its messages (a look) counts towards moving
+    them on, so nothing here touches it."""
+
+
 class DeadLetters(Protocol):
     def look(self, queue: DeadLetterQueue) -> DeadLetterLook:
         """The queue's dead letters, oldest first per message group, each left on the queue and visible again at
@@ -61,4 +66,12 @@ class DeadLetters(Protocol):
         ...
 
 
-__all__ = ["DEAD_LETTER_QUEUES", "REDRIVEN_QUEUES", "DeadLetter", "DeadLetterLook", "DeadLetterQueue", "DeadLetters"]
+__all__ = [
+    "DEAD_LETTER_QUEUES",
+    "REDRIVEN_QUEUES",
+    "DeadLetter",
+    "DeadLetterLook",
+    "DeadLetterQueue",
+    "DeadLetterQueueRefused",
+    "DeadLetters",
+]
