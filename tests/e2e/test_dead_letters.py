@@ -115,8 +115,10 @@ def test_a_dead_lettered_queued_turn_is_listed_with_its_task_and_runs_once_redri
     stuck = poll(lambda: state_of(waits, queued["id"]), lambda s: s != "TASK_STATE_SUBMITTED", timeout=5)
     assert stuck == "TASK_STATE_SUBMITTED"
 
-    # When the operator redrives the task's dead letter
-    code, out = admin(local_runtime, capsys, "redrive", "--task", queued["id"])
+    # When the operator redrives another message id, nothing moves; then this dead letter, by its message id
+    assert admin(local_runtime, capsys, "redrive", "--message", str(uuid.uuid4()))[1].strip() == "0 dead letters redriven"
+    assert state_of(waits, queued["id"]) == "TASK_STATE_SUBMITTED"
+    code, out = admin(local_runtime, capsys, "redrive", "--message", letter["messageId"])
     # Then it is moved back, the turn runs and completes
     assert code == 0 and out.splitlines()[-1] == "1 dead letter redriven", out
     assert f"context dead letter {letter['messageId']} of task {queued['id']} (queued turn) -> ContextQueue" in out
