@@ -7,6 +7,8 @@ If moto changes under the shim these fail loudly: without it, moto's Lambda echo
 from __future__ import annotations
 
 import json
+import statistics
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -210,3 +212,32 @@ def test_the_state_machine_moto_runs_is_the_repository_file(local_runtime: Local
     arn = deployed["States"]["RunTurn"]["Parameters"]["FunctionName"]
     assert arn.endswith(":function:" + local_runtime.stack.function_names["TurnFunction"])
     assert json.loads(json.dumps(source).replace("${TurnFunctionArn}", arn)) == deployed
+
+
+def test_a_long_poll_on_one_queue_does_not_hold_up_receives_on_another(local_runtime: LocalRuntime) -> None:
+    # Given a long poll (WaitTimeSeconds 1, as `nylorun admin dlq` makes) on an empty queue, again and again
+    sqs = local_runtime.aws.client("sqs")
+    empty, other = (sqs.create_queue(QueueName=f"poll-{n}-{uuid.uuid4().hex[:8]}")["QueueUrl"] for n in (1, 2))
+    stop = threading.Event()
+
+    def long_polls() -> None:
+        client = local_runtime.aws.client("sqs")
+        while not stop.is_set():
+            client.receive_message(QueueUrl=empty, WaitTimeSeconds=1)
+
+    poller = threading.Thread(target=long_polls)
+    poller.start()
+    try:
+        time.sleep(0.3)
+        # When another queue is received from meanwhile (as the local pollers do, without waiting)
+        took = []
+        for _ in range(10):
+            start = time.monotonic()
+            sqs.receive_message(QueueUrl=other)
+            took.append(time.monotonic() - start)
+    finally:
+        stop.set()
+        poller.join()
+    # Then those receives answer at once: the long poll waits without holding the local receive lock (held, they
+    # took ~1 s each)
+    assert statistics.median(took) < 0.3, took
