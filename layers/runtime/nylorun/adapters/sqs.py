@@ -114,7 +114,7 @@ class SqsPushQueue:
 
 
 # ---------------------------------------------------------------------------------------------- dead letters
-# ReceiveMessage takes at most 10 messages a call, and ChangeMessageVisibilityBatch / DeleteMessageBatch at most 10
+# ReceiveMessage takes at most 10 messages a call, and ChangeMessageVisibilityBatch at most 10
 # entries (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html).
 _BATCH = 10
 # A long poll of 1 s asks every SQS server; a short poll (0 s) samples a subset and may answer "empty" while messages
