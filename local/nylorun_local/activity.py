@@ -64,11 +64,12 @@ def watch_boto3_writes() -> None:
 class Backoff:
     """A poller's sleep: none while it finds work, then growing up to IDLE_MAX_SECONDS, cut short by writes."""
 
-    def __init__(self, first: float = 0.02, most: float = IDLE_MAX_SECONDS) -> None:
+    def __init__(self, first: float = 0.02, most: float = IDLE_MAX_SECONDS, activity: Activity = ACTIVITY) -> None:
         self._first = first
         self._most = most
         self._next = first
-        self._seen = ACTIVITY.generation
+        self._activity = activity
+        self._seen = activity.generation
 
     def worked(self) -> None:
         self._next = self._first
@@ -77,5 +78,5 @@ class Backoff:
         if stop.is_set():
             return
         seen = self._seen
-        self._seen = ACTIVITY.wait(seen, self._next)
+        self._seen = self._activity.wait(seen, self._next)
         self._next = self._first if self._seen != seen else min(self._next * 2, self._most)

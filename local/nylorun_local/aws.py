@@ -255,7 +255,8 @@ class LocalAws:
     """One moto server for the process, on 127.0.0.1. Sets the environment boto3 reads."""
 
     def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
+        # NYLORUN_LOCAL_AWS_PORT: where a `nylorun serve` puts moto, for a test that looks at its table and bucket.
+        self.port = port or int(os.environ.get("NYLORUN_LOCAL_AWS_PORT") or 0) or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
 
@@ -311,3 +312,18 @@ class LocalAws:
             table = dynamodb_backends[ACCOUNT][REGION].get_table(table_name)
             # deepcopy: to_json hands out moto's own lists and maps (strings are shared, not copied).
             return [copy.deepcopy(item.to_json()["Attributes"]) for item in table.all_items()]
+
+    @staticmethod
+    def expired_keys(table_name: str, attribute: str, now: int) -> list[dict[str, Any]]:
+        """The keys of the items whose TTL `attribute` is at or before `now`, read from moto's memory under the
+        DynamoDB lock (only the keys are copied: the local TTL looks often, at a table that only grows in a session)."""
+        from moto.dynamodb.models import dynamodb_backends
+
+        with _dynamodb_lock:
+            table = dynamodb_backends[ACCOUNT][REGION].get_table(table_name)
+            found = []
+            for item in table.all_items():
+                value = item.attrs.get(attribute)
+                if value is not None and value.type == "N" and float(value.value) <= now and item.range_key is not None:
+                    found.append({"PK": item.hash_key.to_json(), "SK": item.range_key.to_json()})
+            return found

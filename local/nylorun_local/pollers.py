@@ -10,17 +10,22 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from datetime import datetime
 from typing import Any, Self
 
 from nylorun.observability import logger
 
-from nylorun_local.activity import ACTIVITY, IDLE_MAX_SECONDS, Backoff, watch_boto3_writes
+from nylorun_local.activity import ACTIVITY, IDLE_MAX_SECONDS, Activity, Backoff, watch_boto3_writes
 from nylorun_local.aws import LocalAws, invoke_registered
+from nylorun_local.ttl import TTL_IDENTITY, TTL_REMOVED
 
 # Stream records only follow table writes, and every table write wakes the poller: it can sleep long.
 STREAM_IDLE_MAX_SECONDS = 5.0
+# DynamoDB Streams GetRecords: at most 1,000 records a call
+# (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_GetRecords.html).
+GET_RECORDS_MAX = 1000
 
 
 class _Poller(ABC):
@@ -30,9 +35,12 @@ class _Poller(ABC):
     as the source allows (a FIFO queue: one per message group in flight, up to MaximumConcurrency), each running
     one batch at a time."""
 
-    def __init__(self, function_name: str, idle_max: float = IDLE_MAX_SECONDS, environments: int = 1) -> None:
+    def __init__(
+        self, function_name: str, idle_max: float = IDLE_MAX_SECONDS, environments: int = 1, activity: Activity = ACTIVITY
+    ) -> None:
         self._function = function_name
         self._idle_max = idle_max
+        self._activity = activity  # what wakes it (every boto3 write, unless it has its own)
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._run, args=(n,), name=f"poll-{function_name}-{n}", daemon=True)
@@ -48,7 +56,7 @@ class _Poller(ABC):
 
     def stop(self) -> None:
         self._stop.set()
-        ACTIVITY.bump()
+        self._activity.bump()
         for thread in self._threads:
             thread.join(timeout=5)
 
@@ -72,7 +80,7 @@ class _Poller(ABC):
 
     def _run(self, environment: int) -> None:
         watch_boto3_writes()
-        backoff = Backoff(most=self._idle_max)
+        backoff = Backoff(most=self._idle_max, activity=self._activity)
         while not self._stop.is_set():
             try:
                 with self._polling[environment]:
@@ -87,15 +95,39 @@ class _Poller(ABC):
 
 
 class StreamPoller(_Poller):
-    """DynamoDB stream → function, like Lambda's DynamoDB event source mapping."""
+    """DynamoDB stream → function, like Lambda's DynamoDB event source mapping: only the records its filter
+    patterns match (the template's FilterCriteria; Lambda drops the others uninvoked). A REMOVE of an item the local
+    TTL took (nylorun_local.ttl) carries the userIdentity DynamoDB's TTL gives its deletions."""
 
-    def __init__(self, aws: LocalAws, stream_arn: str, function_name: str, batch_size: int = 100) -> None:
+    def __init__(
+        self,
+        aws: LocalAws,
+        stream_arn: str,
+        function_name: str,
+        batch_size: int = 100,
+        filters: Sequence[str] = (),
+        idle_max: float = STREAM_IDLE_MAX_SECONDS,
+        activity: Activity = ACTIVITY,
+    ) -> None:
+        from moto.events.models import EventPattern  # Lambda's filter rules are EventBridge's event patterns
+
         self._streams = aws.client("dynamodbstreams")
         self._arn = stream_arn
         self._batch = batch_size
+        self._patterns = [EventPattern.load(p) for p in filters]
         self._next: dict[str, int] = {}
         self._pending: dict[str, list[dict[str, Any]]] = {}
-        super().__init__(function_name, idle_max=STREAM_IDLE_MAX_SECONDS)
+        super().__init__(function_name, idle_max=idle_max, activity=activity)
+
+    def _wanted(self, record: dict[str, Any]) -> bool:
+        change = record.get("dynamodb", {})
+        if isinstance(change.get("ApproximateCreationDateTime"), datetime):
+            # Lambda's event carries epoch seconds where boto3 gives a datetime.
+            change["ApproximateCreationDateTime"] = int(change["ApproximateCreationDateTime"].timestamp())
+        keys = change.get("Keys", {})
+        if record.get("eventName") == "REMOVE" and TTL_REMOVED.took(keys):
+            record["userIdentity"] = TTL_IDENTITY
+        return not self._patterns or any(p.matches_event(record) for p in self._patterns)  # type: ignore[arg-type]
 
     def _poll_once(self, environment: int) -> bool:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
@@ -115,10 +147,14 @@ class StreamPoller(_Poller):
                     ShardIteratorType="AT_SEQUENCE_NUMBER",
                     SequenceNumber=str(self._next[shard_id]),
                 )["ShardIterator"]
-                records = self._streams.get_records(ShardIterator=iterator, Limit=self._batch - len(pending))
+                # Lambda's batch size counts the records its filter keeps: read up to GetRecords' most (1,000), so a
+                # mapping whose filter keeps few keeps up with the stream.
+                limit = self._batch - len(pending) if not self._patterns else GET_RECORDS_MAX
+                records = self._streams.get_records(ShardIterator=iterator, Limit=limit)
                 fresh = records.get("Records", [])
                 self._next[shard_id] += len(fresh)
-                pending.extend({**r, "eventSourceARN": self._arn} for r in fresh)
+                worked = worked or bool(fresh)  # read past: look again at once, there may be more
+                pending.extend({**r, "eventSourceARN": self._arn} for r in fresh if self._wanted(r))
             if not pending:
                 continue
             worked = True

@@ -20,9 +20,11 @@ from nylorun.engine.agent import Agent
 from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
 
+from nylorun_local.activity import Activity
 from nylorun_local.aws import LocalAws, free_port
 from nylorun_local.pollers import QueuePoller, StreamPoller
-from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions
+from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions, stream_filters
+from nylorun_local.ttl import TtlSweeper
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 # Push batches run in this many execution environments at once. Deployed, Lambda runs up to the push event
@@ -51,6 +53,9 @@ class LocalOptions:
     # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
     allow_remote_without_auth: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    # How often the local TTL deletes expired items (nylorun_local.ttl; DynamoDB's takes up to days). The environment's
+    # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk (README "Data retention").
+    ttl_sweep_seconds: float = field(default_factory=lambda: float(os.environ.get("NYLORUN_LOCAL_TTL_SECONDS") or 60))
 
 
 class LocalRuntime:
@@ -78,6 +83,7 @@ class LocalRuntime:
         self.environments: dict[str, list[Any]] = {}  # logical id -> the modules of its environments, where several
         self._pollers: list[StreamPoller | QueuePoller] = []
         self._state_file: Path | None = None
+        self._ttl: TtlSweeper | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -135,8 +141,15 @@ class LocalRuntime:
         self.environments = {"PushFunction": [push, *add_environments(self.stack, "PushFunction", push, PUSH_ENVIRONMENTS - 1)]}
         self.runtime = build_runtime(Settings.from_env())
         # Lambda's event source mappings, with Lambda's semantics (moto's run inline and drop failures).
+        names, stream = self.stack.function_names, self.stack.table_stream_arn
+        # The sweep's stream mapping takes only the TTL's removals of expired tasks: it sleeps until the local TTL
+        # (the only thing that makes them) has removed something, not on every table write.
+        expired = Activity()
+        self._ttl = TtlSweeper(self.aws, self.stack.table_name, opts.ttl_sweep_seconds, expired).start()
         self._pollers = [
-            StreamPoller(self.aws, self.stack.table_stream_arn, self.stack.function_names["PublishFunction"]).start(),
+            StreamPoller(self.aws, stream, names["PublishFunction"], filters=stream_filters("PublishFunction")).start(),
+            StreamPoller(self.aws, stream, names["SweepFunction"], batch_size=10, filters=stream_filters("SweepFunction"),
+                         idle_max=max(opts.ttl_sweep_seconds, 5.0), activity=expired).start(),
             QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
             QueuePoller(
                 self.aws, self.stack.push_queue_url, self.stack.function_names["PushFunction"],
@@ -191,6 +204,8 @@ class LocalRuntime:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._ttl is not None:
+            self._ttl.stop()
         for poller in self._pollers:
             poller.stop()
         self.aws.stop()

@@ -217,6 +217,17 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     )
 
 
+def stream_filters(logical_id: str) -> list[str]:
+    """The filter patterns (FilterCriteria) of the function's DynamoDB stream event in the template."""
+    events = template.properties(logical_id).get("Events", {}).values()
+    return [
+        f["Pattern"]
+        for event in events
+        if event["Type"] == "DynamoDB"
+        for f in event["Properties"].get("FilterCriteria", {}).get("Filters", [])
+    ]
+
+
 def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
     """Load each function's real handler module and let moto's Lambda invoke call it in-process.
 
@@ -246,4 +257,4 @@ def add_environments(stack: LocalStack, logical_id: str, first: ModuleType, coun
     return modules
 
 
-__all__ = ["LocalStack", "Path", "add_environments", "create_stack", "create_table", "start_functions"]
+__all__ = ["LocalStack", "Path", "add_environments", "create_stack", "create_table", "start_functions", "stream_filters"]

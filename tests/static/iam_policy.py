@@ -43,7 +43,8 @@ STAR_ONLY_ACTIONS = {
 # UpdateItem, delete_item → DeleteItem; a TransactWriteItems is authorised item by item as PutItem, UpdateItem and
 # ConditionCheckItem (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
 # S3 (adapters/s3.py): put_object → PutObject; get_object and presigned GETs name a VersionId → GetObject and
-# GetObjectVersion. Nobody deletes an object, changes an ACL or the lifecycle, lists the bucket, scans or batches.
+# GetObjectVersion; only the sweep deletes (an expired task's versions: DeleteObjects → DeleteObjectVersion). Nobody
+# changes an ACL or the lifecycle, lists the bucket, scans or batches a table write.
 ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "ApiFunctionRole": frozenset({
         # tasks, contexts, dedupe records (SendMessage), answers (journal), push configs (Set/Get/List/Delete),
@@ -88,8 +89,13 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     }),
     "SweepFunctionRole": frozenset({
         # the PushConfigs index; is the task there; remove a config, and an expired one's counts (its task's and,
-        # while the task is open, its subject's: delete_push_config's transaction, UpdateItem)
+        # while the task is open, its subject's: delete_push_config's transaction, UpdateItem); an expired task
+        # (README "Data retention", adapters/dynamodb/retention.py): read its partitions (Query), delete its items
         "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        "s3:DeleteObjectVersion",  # an expired task's file versions (adapters/s3.py delete_versions: DeleteObjects)
+        # the stream's on-failure destination (PublishDLQ: SQSSendMessagePolicy, and the SendMessage SAM adds itself
+        # for a DestinationConfig)
+        "sqs:SendMessage*", "sqs:SendMessage",
     }),
     "SweepFunctionDailyRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the daily schedule
     "TurnStateMachineRole": frozenset({

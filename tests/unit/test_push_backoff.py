@@ -80,7 +80,8 @@ def push_setup(
     """A task t1 with one push config `cfg` (core tier), and the service that delivers to it."""
     config_settings = Settings(push_secret=SECRET, **settings)
     # The store keeps the same quotas as the settings (a test of many configs on one task raises the per-task one).
-    store, receiver, queue = InMemoryTaskStore(quotas=config_settings.quotas), Receiver(*answers), Queue()
+    store = InMemoryTaskStore(quotas=config_settings.quotas, retention_seconds=config_settings.retention)
+    receiver, queue = Receiver(*answers), Queue()
     config = TaskPushNotificationConfig(id="cfg", task_id="t1", url="https://receiver.example/hook", token="tok-1")
     store.put_push_config("t1", StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z", subject="alice"))
     service = PushService(store, receiver, queue, config_settings, lambda: [SECRET],
@@ -285,14 +286,17 @@ def test_fan_out_makes_one_delivery_per_config_and_none_for_the_submitted_status
     assert len({d.group for d in queue.sent}) == 2 and len({d.event_id for d in queue.sent}) == 1
 
 
-def test_configs_of_an_ended_task_expire_after_the_retention() -> None:
-    # Given a task's config, kept 0 s after it ends
-    service, store, _, _ = push_setup(http(200), clock=Clock(time.time()), push_config_retention_seconds=0)
+def test_configs_of_an_ended_task_expire_with_their_task() -> None:
+    # Given a task's config, on a Runtime that keeps ended tasks a day
+    service, store, _, _ = push_setup(http(200), clock=Clock(time.time()), retention_seconds=24 * 3600)
     task_id = a_task_with_configs(store, "cfg")
-    # When the completed status fans out, and the sweep runs
-    service.fan_out(status_event(store, task_id, TaskState.COMPLETED))
-    # Then the config is gone (and push_setup's config of a task that never was)
-    assert store.sweep_push_configs() == 2 and store.list_push_configs(task_id) == []
+    # When the completed status fans out
+    event = status_event(store, task_id, TaskState.COMPLETED)
+    service.fan_out(event)
+    # Then the config expires when its task does (ADR 0051: a config lives as long as its task)
+    config, head = store.get_push_config(task_id, "cfg"), store.head(task_id)
+    assert config is not None and head is not None
+    assert config.expires_at == head["expiresAt"] and abs(config.expires_at - (time.time() + 24 * 3600)) < 60
 
 
 def test_an_event_the_table_does_not_vouch_for_is_not_pushed() -> None:

@@ -29,6 +29,8 @@ MAX_STORED_JSON_BYTES = 256 * KIB
 # An open interaction is kept on the task item beside the status message that also shows it.
 MAX_INTERACTION_BYTES = 64 * KIB
 DEFAULT_MAX_TASK_BYTES = 4 * 1024 * KIB
+# README "Data retention": a task expires 90 days after it ends unless the Runtime is told otherwise (RetentionDays).
+DEFAULT_RETENTION_SECONDS = 90 * 24 * 3600
 # Room a caller's message leaves in the budget, so the agent can still answer what it asked.
 CALLER_HEADROOM = 64 * KIB
 # Lambda: 6 MB response payload; we keep answers under 5 MiB.

@@ -10,7 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from nylorun.domain.quotas import Quotas
 from nylorun.domain.signing import PushSigning
-from nylorun.limits import CALLER_HEADROOM, DEFAULT_MAX_TASK_BYTES, MAX_STORED_JSON_BYTES
+from nylorun.limits import (
+    CALLER_HEADROOM,
+    DEFAULT_MAX_TASK_BYTES,
+    DEFAULT_RETENTION_SECONDS,
+    MAX_STORED_JSON_BYTES,
+)
 from nylorun.observability import logger
 
 AuthMode = Literal["jwt", "dev", "none"]
@@ -68,7 +73,6 @@ class Settings(BaseModel):
     push_retry_base_seconds: int = Field(default=30, ge=1)
     push_retry_max_seconds: int = Field(default=3600, ge=1)
     push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
-    push_config_retention_seconds: int = Field(default=7 * 24 * 3600, ge=0)
     # Issue 15: deliveries one fan-out step queues before the event goes back to the queue (other tasks' deliveries
     # take their turn in between). 10: one SendMessageBatch.
     push_fan_out_step: int = Field(default=10, ge=1, le=1000)
@@ -111,6 +115,11 @@ class Settings(BaseModel):
     max_turns_per_subject: int = Field(default=Quotas.turns_per_subject, ge=1)
     max_push_configs_per_task: int = Field(default=Quotas.push_configs_per_task, ge=1)
     max_push_configs_per_subject: int = Field(default=Quotas.push_configs_per_subject, ge=1)
+    # Retention (README "Data retention"): a task and everything of it (history, artifacts, journal, push configs,
+    # its files) expire this long after it ends. Deployed: the template's RetentionDays (its S3 lifecycle is in
+    # days too); `retention_seconds`, when set, overrides it (the local Runtime's tests shrink it to seconds).
+    retention_days: int = Field(default=DEFAULT_RETENTION_SECONDS // (24 * 3600), ge=1, le=3653)
+    retention_seconds: int | None = Field(default=None, ge=1)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
     interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
     documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
@@ -162,6 +171,11 @@ class Settings(BaseModel):
         )
 
     @property
+    def retention(self) -> int:
+        """Seconds from a task's end to its expiry."""
+        return self.retention_seconds or self.retention_days * 24 * 3600
+
+    @property
     def push_enabled(self) -> bool:
         # Profile v2: push configs are served only when the Runtime has a push secret.
         return bool(self.push_secret or self.push_secret_arn)
@@ -196,7 +210,6 @@ class Settings(BaseModel):
             "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",
             "push_retry_max_seconds": "NYLORUN_PUSH_RETRY_MAX_SECONDS",
             "push_max_age_seconds": "NYLORUN_PUSH_MAX_AGE_SECONDS",
-            "push_config_retention_seconds": "NYLORUN_PUSH_CONFIG_RETENTION_SECONDS",
             "push_fan_out_step": "NYLORUN_PUSH_FAN_OUT_STEP",
             "push_allow_loopback": "NYLORUN_PUSH_ALLOW_LOOPBACK",
             "push_private_hosts": "NYLORUN_PUSH_PRIVATE_HOSTS",
@@ -214,6 +227,8 @@ class Settings(BaseModel):
             "max_request_bytes": "NYLORUN_MAX_REQUEST_BYTES",
             "max_task_bytes": "NYLORUN_MAX_TASK_BYTES",
             "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
+            "retention_days": "NYLORUN_RETENTION_DAYS",
+            "retention_seconds": "NYLORUN_RETENTION_SECONDS",
             "max_turns_per_context": "NYLORUN_MAX_TURNS_PER_CONTEXT",
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",

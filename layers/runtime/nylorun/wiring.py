@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
-from nylorun.adapters.dynamodb import DynamoTaskStore, decode_change
+from nylorun.adapters.dynamodb import DynamoTaskStore, decode_change, decode_expiry
 from nylorun.adapters.s3 import S3FileStore
 from nylorun.adapters.sqs import SqsContextQueue, SqsDeadLetters, SqsPushQueue
 from nylorun.adapters.stepfunctions import StepFunctionsOrchestrator
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # each imported where it is built: the api function builds no
     from nylorun.engine.runner import TurnRunner
     from nylorun.service.publish import EventPublisher
     from nylorun.service.push import PushService
+    from nylorun.service.retention import RetentionService
 
 # Standard retry mode with a few attempts: throttling is retried by the SDK, not by our code.
 _BOTO = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
@@ -94,7 +95,7 @@ class Runtime:
         settings = self.settings
         return DynamoTaskStore(
             self.client("dynamodb"), settings.table_name, settings.max_task_bytes, sealer=self.sealer,
-            quotas=settings.quotas,
+            quotas=settings.quotas, retention_seconds=settings.retention,
         )
 
     @cached_property
@@ -103,6 +104,13 @@ class Runtime:
         from nylorun.service.publish import EventPublisher
 
         return EventPublisher(self.store, self.bus, decode_change)
+
+    @cached_property
+    def retention(self) -> RetentionService:
+        """The stream's REMOVE of an expired task → its files and items removed (README "Data retention")."""
+        from nylorun.service.retention import RetentionService
+
+        return RetentionService(self.store, self.files, decode_expiry)
 
     @cached_property
     def orchestrator(self) -> StepFunctionsOrchestrator:

@@ -27,6 +27,7 @@ from nylorun.events import logged
 from nylorun.limits import (
     CALLER_HEADROOM,
     DEFAULT_MAX_TASK_BYTES,
+    DEFAULT_RETENTION_SECONDS,
     check_status,
     checked_bytes,
     grown,
@@ -44,6 +45,7 @@ from nylorun.ports import (
     TaskPage,
     TaskQuery,
     TaskRecord,
+    TaskRemains,
     TaskStore,
     TurnCanceled,
     TurnHandler,
@@ -102,8 +104,14 @@ def _copy(record: TaskRecord, *, with_content: bool = True) -> TaskRecord:
 class InMemoryTaskStore:
     """The `TaskStore` port in one process's memory; thread-safe."""
 
-    def __init__(self, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, quotas: Quotas | None = None) -> None:
+    def __init__(
+        self,
+        max_task_bytes: int = DEFAULT_MAX_TASK_BYTES,
+        quotas: Quotas | None = None,
+        retention_seconds: int = DEFAULT_RETENTION_SECONDS,
+    ) -> None:
         self._max_task_bytes = max_task_bytes
+        self._retention = retention_seconds  # README "Data retention": from a task's end to its expiry
         self._quotas = quotas or Quotas()
         self._subjects: dict[str, _Subject] = {}
         self._lock = threading.RLock()
@@ -190,15 +198,21 @@ class InMemoryTaskStore:
             return {"turns": ctx.turns, "started": ctx.started, "activeTask": ctx.active_task}
 
     # ------------------------------------------------------------------ reads
+    def _live(self, task_id: str) -> _Task | None:
+        """The task, unless it is gone: never stored, removed, or expired (README "Data retention")."""
+        task = self._tasks.get(task_id)
+        expires = task.record.expires_at if task is not None else None
+        return None if task is None or (expires is not None and expires <= time.time()) else task
+
     def get(self, task_id: str) -> TaskRecord | None:
         with self._lock:
-            task = self._tasks.get(task_id)
+            task = self._live(task_id)
             return _copy(task.record) if task else None
 
     def head(self, task_id: str) -> dict[str, Any] | None:
         """The same plain values the DynamoDB store's task item holds."""
         with self._lock:
-            task = self._tasks.get(task_id)
+            task = self._live(task_id)
             if task is None:
                 return None
             return codec.head(
@@ -230,6 +244,7 @@ class InMemoryTaskStore:
                     t
                     for t in self._tasks.values()
                     if t.record.owner == owner
+                    and self._live(t.record.task_id) is not None
                     and (query.context_id is None or t.record.context_id == query.context_id)
                     and (query.state is None or t.record.state == query.state)
                     and (after is None or t.status_ts >= after)
@@ -277,6 +292,7 @@ class InMemoryTaskStore:
                 subject.push_configs -= len(self._push.get(task_id, {}))
                 if ctx is not None:
                     ctx.open_turns -= 1
+                record.expires_at = int(time.time()) + self._retention
             ts = status.timestamp or now_timestamp()
             record.status = _stored(status.model_copy(update={"timestamp": ts}))
             task.status_ts = ts
@@ -421,6 +437,26 @@ class InMemoryTaskStore:
                 self._file_heads[(scope, path)] = version
                 self._file_writes[(scope, write_key)] = version
             return self._file_writes[(scope, write_key)]
+
+    # ------------------------------------------------------------------ retention
+    def remains(self, task_id: str) -> TaskRemains:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return TaskRemains(history=[], artifacts=[], journal={})
+            return TaskRemains(history=list(task.record.history), artifacts=list(task.record.artifacts),
+                               journal=self.journal(task_id))
+
+    def remove_remains(self, task_id: str, file_writes: Sequence[tuple[str, str]]) -> int:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is not None and self._live(task_id) is not None:
+                return 0  # not expired: everything stays
+            removed: list[object] = [self._tasks.pop(task_id, None), self._push.pop(task_id, None)]
+            removed += [self._messages.pop(k) for k, v in list(self._messages.items()) if v == task_id]
+            removed += [self._fan_out.pop(k) for k in list(self._fan_out) if k[0] == task_id]
+            removed += [self._file_writes.pop(w, None) for w in file_writes]
+            return sum(r is not None for r in removed)
 
     # ------------------------------------------------------------------ push configs
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nylorun.ports import REFUSED_TAG, FileStore, StoredObject
+from nylorun.ports import REFUSED_TAG, FileStore, StoredObject, StoreUnavailable
 
 
 class S3FileStore:
@@ -42,6 +43,20 @@ class S3FileStore:
             Bucket=self._bucket, Key=key, VersionId=version_id,
             Tagging={"TagSet": [{"Key": tag_key, "Value": tag_value}]},
         )
+
+    def delete_versions(self, versions: Sequence[tuple[str, str]]) -> None:
+        # DeleteObjects takes at most 1,000 keys a request
+        # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html); a version id deletes that version
+        # for good (no delete marker), and one already gone is not an error.
+        for start in range(0, len(versions), 1000):
+            chunk = versions[start : start + 1000]
+            out = self._s3.delete_objects(
+                Bucket=self._bucket,
+                Delete={"Objects": [{"Key": k, "VersionId": v} for k, v in chunk], "Quiet": True},
+            )
+            if out.get("Errors"):  # e.g. AccessDenied: raised, so the expiry is retried
+                first = out["Errors"][0]
+                raise StoreUnavailable(f"S3 kept {len(out['Errors'])} versions: {first.get('Code')} {first.get('Key')}")
 
 
 def _b64(raw: bytes) -> str:

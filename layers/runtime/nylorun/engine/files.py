@@ -20,13 +20,16 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from nylorun.domain.files import scope
 from nylorun.domain.urls import PushUrlRejected, check_push_url
-from nylorun.ports import Fetcher, FileStore, FileTooLarge, Owner, StoredObject
+from nylorun.engine.replay import opaque_id
+from nylorun.ports import Fetcher, FileStore, FileTooLarge, Owner, StoredObject, TaskRemains
 from nylorun.profile.extensions import FILES, FileVersion, with_extension
 from nylorun.protocol.errors import ContentTypeNotSupportedError, InvalidParamsError
 from nylorun.protocol.models import Message, Part
 from nylorun.settings import Settings
 
 REF = "nylorun-file:"
+# The journaled effects that keep a file in the bucket (Turn.files, Turn.write_file): their results name the version.
+FETCH_EFFECT, WRITE_EFFECT = "files.fetch.", "files.write."
 
 
 class FileFetchFailed(Exception):
@@ -227,6 +230,27 @@ class FileService:
 
     def render_parts(self, parts: list[Part]) -> list[Part]:
         return [self.render_part(p) for p in parts]
+
+    # ------------------------------------------------------------------ retention (README "Data retention")
+    def forget(self, task_id: str, owner: Owner, context_id: str, remains: TaskRemains) -> list[tuple[str, str]]:
+        """Delete every version of the bucket an expired task named: its callers' files (history), its outputs
+        (artifacts, and every version its journal wrote, a rewrite's older ones too), its fetched url files. Only
+        versions, never a key: an output path is shared by the context's turns, whose versions stay. Returns the
+        file writes (scope, write key) whose version numbers the store can forget now."""
+        versions: set[tuple[str, str]] = set()
+        for part in [p for m in remains.history for p in m.parts] + [p for a in remains.artifacts for p in a.parts]:
+            if part.url is not None and part.url.startswith(REF):
+                versions.add(parse_ref(part.url))
+        writes: list[tuple[str, str]] = []
+        for seq, entry in remains.journal.items():
+            if entry.kind != "effect" or not entry.name.startswith((FETCH_EFFECT, WRITE_EFFECT)):
+                continue
+            if entry.name.startswith(WRITE_EFFECT):
+                writes.append((scope(owner, context_id), opaque_id(task_id, seq, "eff")))
+            if isinstance(entry.result, dict) and "key" in entry.result:
+                versions.add((str(entry.result["key"]), str(entry.result["versionId"])))
+        self._store.delete_versions(sorted(versions))
+        return writes
 
 
 def sha256_of(data: bytes) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
-from nylorun.engine.files import FileHandle, FileService
+from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
 from nylorun.observability import logger
 from nylorun.ports import TaskRecord, TaskStore, TurnCanceled
@@ -203,7 +203,7 @@ class Turn:
 
             def fetch(index: int, part: Part, max_bytes: int) -> Any:
                 return self.effect(
-                    f"files.fetch.{index}",
+                    f"{FETCH_EFFECT}{index}",
                     lambda key: files.fetch(owner, context_id, message_id, index, part, max_bytes),
                     idempotent=True,
                 )
@@ -227,7 +227,7 @@ class Turn:
             version = store.file_version(file_scope(owner, context_id), path, key)
             return {**files.write_output(owner, context_id, path, body, media_type, version), "version": version}
 
-        written = self.effect(f"files.write.{path}", write, idempotent=True)
+        written = self.effect(f"{WRITE_EFFECT}{path}", write, idempotent=True)
         version = int(written["version"])
         part = files.output_part(written, path, kind, media_type, version)
         info = FileVersion(kind=kind, version=version, size=int(written["size"]), sha256=str(written["sha256"]), path=path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,6 +24,10 @@ class FileStore(Protocol):
 
     def mark_refused(self, key: str, version_id: str) -> None:
         """This version belongs to a refused request: the bucket's lifecycle expires it (REFUSED_TAG)."""
+        ...
+
+    def delete_versions(self, versions: Sequence[tuple[str, str]]) -> None:
+        """Delete these versions (key, version id) for good (an expired task's files); absent ones are fine."""
         ...
 
 

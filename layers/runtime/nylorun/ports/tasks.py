@@ -32,6 +32,8 @@ class TaskRecord:
     interaction: Interaction | None = None
     plan: list[PlanStep] = field(default_factory=list)
     version: int = 0
+    # When it expires (epoch seconds; README "Data retention"): set by the status that ends it, never before.
+    expires_at: int | None = None
 
     @property
     def state(self) -> TaskState:
@@ -116,6 +118,24 @@ class OperatorAction:
     operator: str  # the IAM principal's ARN, or "local:<user>"
     action: str  # "resolve", "fail", "redrive", …
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExpiredTask:
+    """A task item DynamoDB's TTL deleted (the stream's REMOVE), as its old image names it."""
+
+    task_id: str
+    owner: Owner
+    context_id: str
+
+
+@dataclass(frozen=True)
+class TaskRemains:
+    """What is left of a task whose item expired (README "Data retention"): where its files are named."""
+
+    history: list[Message]
+    artifacts: list[Artifact]
+    journal: dict[int, JournalEntry]
 
 
 class InvalidPageToken(StoreError):
@@ -288,5 +308,19 @@ class FileVersions(Protocol):
         ...
 
 
-class TaskStore(TurnStore, JournalStore, PushConfigStore, FileVersions, Protocol):
+class RetentionStore(Protocol):
+    """What goes when a task expires (README "Data retention")."""
+
+    def remains(self, task_id: str) -> TaskRemains:
+        """The history, artifacts and journal still stored for a task (its item may be gone already)."""
+        ...
+
+    def remove_remains(self, task_id: str, file_writes: Sequence[tuple[str, str]]) -> int:
+        """Delete every item of an expired task: its message dedupe records (those still naming it), its file
+        writes (`(scope, write key)`), journal, callback tokens, push configs, fan-out cursors, then its history,
+        artifacts and metadata. Safe to repeat; nothing of a task that has not expired. Returns the items deleted."""
+        ...
+
+
+class TaskStore(TurnStore, JournalStore, PushConfigStore, FileVersions, RetentionStore, Protocol):
     """Everything the Runtime keeps about tasks: the store the service and the turn engine speak to."""

@@ -416,9 +416,9 @@ class A2AService:
         config = TaskPushNotificationConfig.model_validate(request.model_dump())
         self._check_push_config(config)
         # Decision: a config on a task that has ended is accepted (A2A allows it; the TCK's push tests do it).
-        # It sends nothing (an ended task changes no more) and expires like the configs of every ended task.
-        expires_at = int(time.time()) + self._settings.push_config_retention_seconds if record.state.terminal else None
-        saved = self._save_push_config(request.task_id, config, caller, expires_at)
+        # It sends nothing (an ended task changes no more) and, like every config (ADR 0051: a config lives as long
+        # as its task), expires with its task (README "Data retention").
+        saved = self._save_push_config(request.task_id, config, caller, record.expires_at)
         return _redacted(saved).wire()
 
     def get_push_config(self, caller: Caller, request: TaskIdRequest) -> JsonObject:

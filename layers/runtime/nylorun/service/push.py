@@ -174,10 +174,11 @@ class PushService:
         )
         # The checked status, not the event's word: a forged COMPLETED must not expire anyone's configs.
         if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
-            # A config lives as long as its task: once the task has ended, it expires after the retention (each
-            # step the configs it queued: one step's work stays small).
-            expires = int(now) + self._settings.push_config_retention_seconds
-            self._store.expire_push_configs(task_id, expires, [str(c.config.id) for c in step])
+            # ADR 0051: a config lives as long as its task: once the task has ended, its configs expire with it
+            # (README "Data retention"; each step the configs it queued: one step's work stays small).
+            expires = (self._store.head(task_id) or {}).get("expiresAt")
+            if expires is not None:
+                self._store.expire_push_configs(task_id, int(expires), [str(c.config.id) for c in step])
         if rest:
             self._store.set_fan_out_cursor(task_id, event_id, str(step[-1].config.id), int(now) + 24 * 3600)
             return FanOut(len(step), done=False)

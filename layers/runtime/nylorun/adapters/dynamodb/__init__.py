@@ -1,7 +1,7 @@
 """The task store on one DynamoDB table (keys and indexes: `layout`, declared in template.yaml `TasksTable`).
 
 One module per aggregate — `tasks` (tasks, contexts, ListTasks), `messages` (message dedupe), `journal`,
-`push` (push configs and their sweep), `files` (file versions) — over `table` (AWS errors translated, named
+`push` (push configs and their sweep), `files` (file versions), `retention` (what goes when a task expires) — over `table` (AWS errors translated, named
 transactions, the one retry policy) and `codec` (records ↔ plain items ↔ attribute values, page tokens, which
 the in-memory store uses too). `stream` decodes the change stream into `nylorun.events` changes.
 """
@@ -13,19 +13,20 @@ from typing import TYPE_CHECKING, Any
 from nylorun.adapters.dynamodb.files import FileVersions
 from nylorun.adapters.dynamodb.journal import Journal
 from nylorun.adapters.dynamodb.push import PushConfigs
-from nylorun.adapters.dynamodb.stream import decode_change
+from nylorun.adapters.dynamodb.retention import Retention
+from nylorun.adapters.dynamodb.stream import decode_change, decode_expiry
 from nylorun.adapters.dynamodb.table import Table
 from nylorun.adapters.dynamodb.tasks import Tasks
 from nylorun.domain.ids import derive_task_id, subject_key
 from nylorun.domain.quotas import Quotas
-from nylorun.limits import DEFAULT_MAX_TASK_BYTES
+from nylorun.limits import DEFAULT_MAX_TASK_BYTES, DEFAULT_RETENTION_SECONDS
 from nylorun.ports import Sealer, TaskStore
 
 # `derive_task_id` (the task-id rule, nylorun.domain.ids) stays importable here for the tests that use it.
-__all__ = ["DynamoTaskStore", "decode_change", "derive_task_id", "subject_key"]
+__all__ = ["DynamoTaskStore", "decode_change", "decode_expiry", "derive_task_id", "subject_key"]
 
 
-class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions):
+class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions, Retention):
     """The `TaskStore` port on DynamoDB. Raises only domain errors (`nylorun.domain.errors`)."""
 
     def __init__(
@@ -35,6 +36,7 @@ class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions):
         max_task_bytes: int = DEFAULT_MAX_TASK_BYTES,
         sealer: Sealer | None = None,
         quotas: Quotas | None = None,
+        retention_seconds: int = DEFAULT_RETENTION_SECONDS,
     ) -> None:
         self._t = Table(client, table_name)
         self._max_task_bytes = max_task_bytes
@@ -42,6 +44,7 @@ class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions):
         # without a sealer (no key) they are stored as they are.
         self._sealer = sealer
         self._quotas = quotas or Quotas()
+        self._retention = retention_seconds  # README "Data retention": from a task's end to its expiry
 
 
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -133,6 +134,7 @@ def task_item(
         "interactionSeq": (interaction_seq or 0) if record.interaction is not None else None,
         "plan": plan_body(record.plan) if record.plan else None,
         "version": record.version,
+        "expiresAt": record.expires_at,
         "msgSeq": len(record.history) if msg_seq is None else msg_seq,
         "artSeq": art_seq,
         "contentBytes": (
@@ -156,7 +158,16 @@ def task_record(item: dict[str, Any]) -> TaskRecord:
         interaction=Interaction.model_validate_json(item["interaction"]) if item.get("interaction") else None,
         plan=[PlanStep.model_validate(s) for s in loads(item["plan"])] if item.get("plan") else [],
         version=int(item["version"]),
+        expires_at=int(item["expiresAt"]) if item.get("expiresAt") is not None else None,
     )
+
+
+def expired(item: dict[str, Any]) -> bool:
+    """The item's TTL (`expiresAt`) has passed: it is gone for readers, whether or not DynamoDB has deleted it yet
+    (TTL deletes within days of the expiry:
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html)."""
+    at = item.get("expiresAt")
+    return at is not None and int(at) <= time.time()
 
 
 def head(item: dict[str, Any]) -> dict[str, Any]:

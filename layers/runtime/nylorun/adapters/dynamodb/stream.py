@@ -3,10 +3,12 @@ values are decoded. Records of other items (messages, journal, contexts) and rem
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.events import ArtifactChanged, Change, TaskChanged, TaskImage
+from nylorun.ports import ExpiredTask, Owner
 
 
 def _image(record: dict[str, Any], which: str) -> dict[str, Any] | None:
@@ -29,3 +31,20 @@ def decode_change(record: dict[str, Any]) -> Change | None:
             old_body=str(old["body"]) if old is not None and "body" in old else None,
         )
     return None
+
+
+def decode_expiry(record: dict[str, Any]) -> ExpiredTask | None:
+    """The task a stream record shows expired: the REMOVE of a task item whose `expiresAt` had passed when it was
+    removed (DynamoDB's TTL, or anyone removing an expired task). Any other record, a task item removed before its
+    expiry among them, is none: only an ended task ever carries `expiresAt` (README "Data retention")."""
+    old = _image(record, "OldImage")
+    if record.get("eventName") != "REMOVE" or old is None or old.get("SK") != "TASK" or "expiresAt" not in old:
+        return None
+    removed_at = record.get("dynamodb", {}).get("ApproximateCreationDateTime") or time.time()
+    if int(old["expiresAt"]) > float(removed_at):
+        return None
+    return ExpiredTask(
+        task_id=str(old["taskId"]),
+        owner=Owner(subject=str(old["subject"]), agent=str(old["agent"])),
+        context_id=str(old["contextId"]),
+    )

@@ -168,27 +168,29 @@ class Table:
         with aws("put_item"):
             self.db.put_item(TableName=self.name, Item=codec.to_item(item))
 
-    def delete(self, key: dict[str, Any]) -> None:
-        with aws("delete_item"):
-            self.db.delete_item(TableName=self.name, Key=codec.to_item(key))
+    def delete(self, key: dict[str, Any], condition: str | None = None, values: dict[str, Any] | None = None) -> bool:
+        """Delete the item (absent is fine); with a condition, only if it holds: False when it did not."""
+        return self._conditional(
+            "delete_item", self.db.delete_item, TableName=self.name, Key=codec.to_item(key), **_condition(condition, values)
+        )
 
     def update(self, key: dict[str, Any], expression: str, condition: str, values: dict[str, Any],
                names: dict[str, str] | None = None) -> bool:
         """A conditional update; False when its condition failed."""
+        return self._conditional(
+            "update_item", self.db.update_item, TableName=self.name, Key=codec.to_item(key),
+            UpdateExpression=expression, **_condition(condition, values, names),
+        )
+
+    @staticmethod
+    def _conditional(action: str, call: Any, **request: Any) -> bool:
+        """One conditional write: True when written, False when its condition failed; AWS errors as StoreUnavailable."""
         try:
-            with_names = {"ExpressionAttributeNames": names} if names else {}
-            self.db.update_item(
-                TableName=self.name,
-                Key=codec.to_item(key),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeValues=codec.to_item(values),
-                **with_names,
-            )
+            call(**request)
             return True
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 return False
-            raise StoreUnavailable(f"update_item: {error_code(exc)}") from exc
+            raise StoreUnavailable(f"{action}: {error_code(exc)}") from exc
         except BotoCoreError as exc:
-            raise StoreUnavailable(f"update_item: {type(exc).__name__}") from exc
+            raise StoreUnavailable(f"{action}: {type(exc).__name__}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -50,6 +51,7 @@ class Tasks(Messages):
     _max_task_bytes: int
     _quotas: Quotas
     _sealer: Sealer | None
+    _retention: int
 
     # ------------------------------------------------------------------ turns
     def create_turn(self, new: NewTurn, *, queue: bool = True) -> tuple[TaskRecord, bool]:
@@ -113,7 +115,8 @@ class Tasks(Messages):
                     codec.task_item(record, msg_seq=1) | {"pushConfigs": int(new.push_config is not None)},
                     "attribute_not_exists(PK)",
                 )
-                .put("message", {**layout.message(task_id, 1), "body": codec.message_body(message)})
+                .put("message", {**layout.message(task_id, 1), "body": codec.message_body(message),
+                                 "sent": layout.sent(new.owner, new.dedupe_key)["PK"]})
             )
             record_once(txn, "sent", new.owner, new.dedupe_key, task_id, replaces_task=new.replaces_task)
             if new.push_config is not None:
@@ -199,8 +202,8 @@ class Tasks(Messages):
             KeyConditionExpression="PK = :pk", values={":pk": layout.task_pk(task_id)}, ConsistentRead=True
         )
         task = next((i for i in items if i["SK"] == "TASK"), None)
-        if task is None:
-            return None
+        if task is None or codec.expired(task):
+            return None  # README "Data retention": an expired task is gone, whether or not TTL has deleted it yet
         record = codec.task_record(task)
         meta = next((i for i in items if i["SK"] == "META"), None)
         if meta is not None:
@@ -213,7 +216,7 @@ class Tasks(Messages):
     def head(self, task_id: str) -> dict[str, Any] | None:
         """The task item alone (owner, context, state): what an artifact event needs to say whose it is."""
         item = self._t.get(layout.task(task_id))
-        return codec.head(item) if item is not None else None
+        return codec.head(item) if item is not None and not codec.expired(item) else None
 
     def interaction_seq(self, task_id: str) -> int | None:
         head = self.head(task_id)
@@ -246,10 +249,14 @@ class Tasks(Messages):
             "KeyConditionExpression": key_condition,
             "ScanIndexForward": False,  # docs/protocol.md §7.3: most recently updated first
         }
+        # README "Data retention": an expired task is gone from the list too, before TTL deletes it.
+        filters = ["(attribute_not_exists(expiresAt) OR expiresAt > :now)"]
+        values[":now"] = int(time.time())
         if query.state is not None:
-            base["FilterExpression"] = "#state = :state"
+            filters.append("#state = :state")
             base["ExpressionAttributeNames"] = {"#state": "state"}
             values[":state"] = query.state.value
+        base["FilterExpression"] = " AND ".join(filters)
         base["ExpressionAttributeValues"] = codec.to_item(values)
         # The token is bound to the whole query, statusTimestampAfter's value included.
         bound_to = codec.fingerprint([index, pk, key_condition, query.state, values.get(":after")])
@@ -351,7 +358,6 @@ class Tasks(Messages):
                 sets.append("#plan = :plan")
                 names["#plan"] = "plan"
                 values[":plan"] = codec.plan_body(list(plan))
-            expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
             ends = status.state.terminal and not TaskState(head["state"]).terminal
             condition = "version = :v"
             configs = int(head.get("pushConfigs", 0))
@@ -360,6 +366,11 @@ class Tasks(Messages):
                 # (which does not move the version) makes this write read again.
                 condition += " AND (attribute_not_exists(pushConfigs) OR pushConfigs = :configs)"
                 values[":configs"] = configs
+                # README "Data retention": the task expires (TTL) the retention after it ends; everything of it
+                # follows (service/retention.py). Set in the write that ends it, never on an open task.
+                sets.append("expiresAt = :expires")
+                values[":expires"] = int(time.time()) + self._retention
+            expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
             txn = self._t.transaction().update("task", layout.task(task_id), expression, condition, values, names)
             for i, m in enumerate(history):
                 txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m)})
@@ -390,6 +401,8 @@ class Tasks(Messages):
                 continue  # the version moved: read again and re-check the expected states
             record.status = status
             record.version += 1
+            if ends:
+                record.expires_at = values[":expires"]
             record.interaction = interaction
             if plan is not None:
                 record.plan = list(plan)
@@ -458,7 +471,10 @@ class Tasks(Messages):
             txn = self._t.transaction().update("task", layout.task(task_id), expression, "version = :v", values,
                                                names or None)
             for i, m in enumerate(messages):
-                txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m)})
+                # The caller's message (the first) names its dedupe record: it goes when the task does.
+                sent = layout.sent(*sender)["PK"] if sender is not None and i == 0 else None
+                txn.put(f"message {i}", {**layout.message(task_id, seq + i + 1), "body": codec.message_body(m),
+                                         "sent": sent})
             if sender is not None:
                 record_once(txn, "sent", *sender, task_id)
             try:
@@ -512,7 +528,8 @@ class Tasks(Messages):
                 },
                 _STATE,
             )
-            .put("message", {**layout.message(task_id, seq), "body": codec.message_body(message)})
+            .put("message", {**layout.message(task_id, seq), "body": codec.message_body(message),
+                             "sent": layout.sent(owner, retry_key)["PK"]})
             .update(
                 "journal",
                 layout.journal_op(task_id, int(head["interactionSeq"])),
