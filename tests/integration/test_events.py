@@ -288,3 +288,20 @@ def test_sweep_sample_removes_push_configs_whose_task_is_gone(local_runtime: Loc
     assert out["removed"] >= 1
     assert store.get_push_config(orphan, "c1") is None
     assert store.get_push_config(task["id"], kept["id"]) is not None
+
+
+def test_sweep_ttl_sample_keeps_a_task_that_has_not_expired(local_runtime: LocalRuntime) -> None:
+    assert local_runtime.runtime is not None
+    store = local_runtime.runtime.store
+    # Given a completed task (it expires in 90 days) with a push config
+    task = completed_echo_task(local_runtime)
+    kept = rpc(local_runtime.agent_url("echo"), "CreateTaskPushNotificationConfig",
+               {"taskId": task["id"], "url": "https://hooks.example.com/kept"})["result"]
+    # When the sweep handler gets the sample TTL removal, rewritten to name it (a forged or stale record)
+    event = sample("sweep-ttl-removal.json", task=task["id"], context=task["contextId"])
+    out = invoke(fresh_handler("sweep"), event)
+    # Then no record failed, and nothing of the task went: it has not expired
+    assert out == {"batchItemFailures": []}
+    record = store.get(task["id"])
+    assert record is not None and record.history
+    assert store.get_push_config(task["id"], kept["id"]) is not None
