@@ -241,3 +241,41 @@ def test_a_long_poll_on_one_queue_does_not_hold_up_receives_on_another(local_run
     # Then those receives answer at once: the long poll waits without holding the local receive lock (held, they
     # took ~1 s each)
     assert statistics.median(took) < 0.3, took
+
+
+def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtime: LocalRuntime) -> None:
+    from nylorun_local.activity import Activity
+    from nylorun_local.pollers import StreamPoller
+    from nylorun_local.stack import stream_filters
+    from nylorun_local.ttl import TTL_IDENTITY, TtlSweeper
+
+    assert local_runtime.stack is not None
+    table, db = local_runtime.stack.table_name, local_runtime.aws.client("dynamodb")
+    pk = f"TASK#ttl-{uuid.uuid4()}"
+    now = int(time.time())
+    # Given an expired task item, one that expires later, and one without a TTL
+    for sk, expires in (("TASK", now - 1), ("ART#later", now + 3600), ("MSG#00000001", None)):
+        item = {"PK": {"S": pk}, "SK": {"S": sk}, **({"expiresAt": {"N": str(expires)}} if expires else {})}
+        db.put_item(TableName=table, Item=item)
+    woken = Activity()
+    seen = woken.generation
+    # When the local TTL sweeps (its own sweeper, now rather than on its timer)
+    removed = TtlSweeper(local_runtime.aws, table, 3600, woken).sweep()
+    # Then only the expired item is gone, and the retention poller was woken
+    left = {i["SK"]["S"] for i in db.query(TableName=table, KeyConditionExpression="PK = :pk",
+                                          ExpressionAttributeValues={":pk": {"S": pk}})["Items"]}
+    assert removed >= 1 and left == {"ART#later", "MSG#00000001"} and woken.generation != seen
+    # And its REMOVE on the stream carries TTL's identity, which the sweep's filter (the template's) takes
+    poller = StreamPoller(local_runtime.aws, local_runtime.stack.table_stream_arn, "unused",
+                          filters=stream_filters("SweepFunction"))
+    streams = local_runtime.aws.client("dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=local_runtime.stack.table_stream_arn)["StreamDescription"]["Shards"][0]
+    iterator = streams.get_shard_iterator(StreamArn=local_runtime.stack.table_stream_arn, ShardId=shard["ShardId"],
+                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    records = []
+    while iterator:
+        out = streams.get_records(ShardIterator=iterator, Limit=1000)
+        records += out["Records"]
+        iterator = out.get("NextShardIterator") if out["Records"] else None
+    (remove,) = [r for r in records if r["eventName"] == "REMOVE" and r["dynamodb"]["Keys"]["PK"]["S"] == pk]
+    assert poller._wanted(remove) and remove["userIdentity"] == TTL_IDENTITY
