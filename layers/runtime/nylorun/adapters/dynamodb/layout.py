@@ -3,9 +3,11 @@
 Items (PK / SK):
     TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters (its push
                                      configs: `pushConfigs`), GSI keys,
-                                     metadata when small, `contentBytes` (history + artifacts, the size budget)
+                                     metadata when small, `contentBytes` (history + artifacts, the size budget),
+                                     `expiresAt` once it has ended (README "Data retention": everything below that
+                                     belongs to the task goes with it, adapters/dynamodb/retention.py)
     TASK#<task>      META            the task's metadata when larger than INLINE_METADATA_BYTES (written once)
-    TASK#<task>      MSG#<seq:08>    one history message (wire JSON)
+    TASK#<task>      MSG#<seq:08>    one history message (wire JSON); a caller's names its MID item (`sent`)
     TASK#<task>      ART#<artifact>  one artifact (wire JSON) and its order
     CTX#<agent>#<subject-key>#<context>    CTX    the context: turn counter, turns started, active task, open turns
     MID#<agent>#<subject-key>#<retry-key>  MID    which task a message made (duplicate sends)
@@ -15,7 +17,7 @@ Items (PK / SK):
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
-    FILE#<scope>     PATH#<path>     the latest version number of an output path
+    FILE#<scope>     PATH#<path>     the latest version number of an output path (kept, like CTX: per context)
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
 Indexes:
