@@ -322,8 +322,10 @@ class LocalAws:
         with _dynamodb_lock:
             table = dynamodb_backends[ACCOUNT][REGION].get_table(table_name)
             found = []
-            for item in table.all_items():
-                value = item.attrs.get(attribute)
-                if value is not None and value.type == "N" and float(value.value) <= now and item.range_key is not None:
-                    found.append({"PK": item.hash_key.to_json(), "SK": item.range_key.to_json()})
+            # table.items (hash key -> range key -> item), not all_items(), which sorts: 15 ms for 20,000 items, not 990
+            for rows in table.items.values():
+                for item in rows.values() if isinstance(rows, dict) else [rows]:
+                    value = item.attrs.get(attribute)
+                    if value is not None and value.type == "N" and float(value.value) <= now and item.range_key is not None:
+                        found.append({"PK": item.hash_key.to_json(), "SK": item.range_key.to_json()})
             return found
