@@ -82,7 +82,9 @@ def push_fairness(bench: Bench, configs: int = 1000, rounds: int = 2) -> dict[st
 
     @agent.turn
     def run(turn: Turn) -> None:
-        hold.wait(120)
+        # Until the 1,000 configs are written (minutes on a loaded machine): a turn that ended sooner would start
+        # its fan-out before the measurement does.
+        hold.wait(3600)
         turn.reply("done")
 
     bench.add_agent(agent)

@@ -103,9 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     if only != set(FIGURES) and args.output.exists():
         # A partial run (--only) replaces its own figures and keeps the others the file holds, from earlier runs.
         earlier = json.loads(args.output.read_text())
-        results = {**{k: v for k, v in earlier.items() if k not in ("meta", "targets")}, **results}
-        results["meta"]["figures_this_run"] = sorted(only)
-        results["meta"]["earlier_run"] = earlier.get("meta", {}).get("date")
+        kept = {k: v for k, v in earlier.items() if k not in ("meta", "targets")}
+        # When each figure was measured: this run's now, the kept ones when their run measured them.
+        dates = {k: earlier["meta"].get("date") for k in kept} | earlier["meta"].get("figure_dates", {})
+        results = {**kept, **results}
+        results["meta"]["figure_dates"] = {
+            k: dates.get(k) for k in results if k != "meta"
+        } | {k: results["meta"]["date"] for k in results if k in only}
     results["targets"] = targets(results)
     results["meta"]["wall_seconds"] = round(time.monotonic() - started, 1)
     results["meta"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
