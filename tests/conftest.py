@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -26,6 +26,8 @@ from nylorun_local.runtime import LocalOptions, LocalRuntime
 # Local Runtimes say how `nylorun admin --local PORT` reaches them in a state file: the tests' go to a folder of
 # their own, not the user's ~/.cache/nylorun.
 os.environ.setdefault("NYLORUN_STATE_DIR", tempfile.mkdtemp(prefix="nylorun-state-"))
+
+T = TypeVar("T")
 
 ALICE = "tok-alice"
 BOB = "tok-bob"
@@ -88,6 +90,16 @@ def rpc(
     response = httpx.post(url, json=body, headers=headers if headers is not None else auth(token), timeout=60)
     assert response.status_code == 200, response.text
     return dict(response.json())
+
+
+def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0, every: float = 0.05) -> T:
+    """Read until `done(value)` or the deadline; returns the last value read (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(every)
+        value = read()
+    return value
 
 
 def user_message(text: str = "hello", message_id: str | None = None, **fields: Any) -> dict[str, Any]:

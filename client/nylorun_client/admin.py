@@ -47,6 +47,12 @@ STACK_RESOURCES = {
     "NYLORUN_KMS_KEY": "StackKey",
     "NYLORUN_RUNTIME_KEY_ARN": "RuntimeKey",
 }
+# The stack's parameters a resumed turn's execution carries as its first did (issue 16: `admin resolve` starts it):
+# setting → the template's parameter.
+STACK_PARAMETERS = {
+    "NYLORUN_INTERACTION_TIMEOUT_SECONDS": "InteractionTimeoutSeconds",
+    "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS": "UncertaintyTimeoutSeconds",
+}
 # Exit codes: 0 done, 1 an error (one line on stderr), 2 bad usage (argparse's).
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -151,12 +157,15 @@ def _stack_env(stack: str, region: str | None) -> tuple[dict[str, str], str]:
         physical = {
             r["LogicalResourceId"]: r["PhysicalResourceId"] for page in pages for r in page["StackResourceSummaries"]
         }
+        (described,) = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
+        parameters = {p["ParameterKey"]: p.get("ParameterValue", "") for p in described.get("Parameters", [])}
     except (BotoCoreError, ClientError) as error:
         raise AdminError(f"cannot read stack {stack}: {error}") from None
     missing = [logical for logical in STACK_RESOURCES.values() if logical not in physical]
     if missing:
         raise AdminError(f"stack {stack} is not a Nylorun Runtime (no {', '.join(missing)})")
     env = {setting: physical[logical] for setting, logical in STACK_RESOURCES.items()}
+    env |= {setting: parameters[name] for setting, name in STACK_PARAMETERS.items() if parameters.get(name)}
     if session.region_name:
         env["AWS_DEFAULT_REGION"] = session.region_name
     return env, operator

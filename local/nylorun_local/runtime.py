@@ -49,6 +49,8 @@ class LocalOptions:
     examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside your own
     agents: str | None = None  # your own Agents, "module:attribute,…"; None: those in $NYLORUN_AGENTS
     interaction_timeout_seconds: int | None = None
+    # Issue 16: how long a lost outcome waits for an operator (None: $NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS, else 24 h).
+    uncertainty_timeout_seconds: int | None = None
     allowed_origins: list[str] = field(default_factory=list)  # web pages whose scripts may call (NYLORUN_ALLOWED_ORIGINS)
     # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
     allow_remote_without_auth: bool = False
@@ -130,6 +132,11 @@ class LocalRuntime:
             **(
                 {"NYLORUN_INTERACTION_TIMEOUT_SECONDS": str(opts.interaction_timeout_seconds)}
                 if opts.interaction_timeout_seconds is not None
+                else {}
+            ),
+            **(
+                {"NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS": str(uncertainty)}
+                if (uncertainty := opts.uncertainty_timeout_seconds or os.environ.get("NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS"))
                 else {}
             ),
             **opts.extra_env,
@@ -219,7 +226,7 @@ _STATE_KEYS = (
     "NYLORUN_TABLE", "NYLORUN_STATE_MACHINE_ARN", "NYLORUN_EVENT_BUS", "NYLORUN_CONTEXT_QUEUE_URL",
     "NYLORUN_CONTEXT_DLQ_URL", "NYLORUN_PUSH_QUEUE_URL", "NYLORUN_PUSH_DLQ_URL", "NYLORUN_PUSH_RULE_DLQ_URL",
     "NYLORUN_PUBLISH_DLQ_URL", "NYLORUN_FILES_BUCKET",
-    "NYLORUN_KMS_KEY", "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
+    "NYLORUN_KMS_KEY", "NYLORUN_INTERACTION_TIMEOUT_SECONDS", "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS",
 )
 
 

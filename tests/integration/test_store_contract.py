@@ -27,9 +27,12 @@ from nylorun.ports import (
     JournalEntry,
     NewTurn,
     NotInState,
+    OperatorStore,
     Owner,
     QuotaExceeded,
     Quotas,
+    Resolution,
+    Resolved,
     StateConflict,
     StoredPushConfig,
     StoreUnavailable,
@@ -38,6 +41,7 @@ from nylorun.ports import (
     TaskStore,
     TooLarge,
     TurnCanceled,
+    Uncertainty,
     VersionConflict,
 )
 from nylorun.profile.extensions import Interaction
@@ -714,3 +718,63 @@ def test_racing_callers_never_pass_a_quota(quota_store: TaskStore, owner: Owner,
     else:
         assert accepted == QUOTAS.push_configs_per_task
         assert len(store.list_push_configs(target.task_id)) == QUOTAS.push_configs_per_task
+
+
+# ---------------------------------------------------------------- operators (issue 16)
+def lost_effect(store: TaskStore, owner: Owner) -> tuple[TaskRecord, Uncertainty]:
+    """A working task whose effect at journal #1 started and never finished, marked uncertain (as the runner does)."""
+    record = working(store, owner)
+    store.journal_start(record.task_id, JournalEntry(seq=1, kind="effect", name="charge"))
+    lost = Uncertainty(effect_id=f"eff-{uuid.uuid4().hex[:16]}", seq=1, attempt=0)
+    store.set_status(record.task_id, TaskStatus(state=TaskState.WORKING), expect={TaskState.WORKING}, uncertain=lost)
+    return record, lost
+
+
+def test_an_uncertain_task_is_listed_until_its_next_status_write(store: TaskStore, owner: Owner) -> None:
+    # Given a task marked uncertain
+    record, lost = lost_effect(store, owner)
+    operators: OperatorStore = store  # type: ignore[assignment]  # both stores keep the operators' part too
+    # Then it is listed (every subject's list), its record carries the mark, its journal entry its start time
+    (listed,) = [u for u in operators.uncertain_tasks() if u.task_id == record.task_id]
+    assert (listed.uncertainty, listed.owner, listed.context_id) == (lost, owner, record.context_id)
+    assert store.get(record.task_id).uncertainty == lost  # type: ignore[union-attr]
+    assert store.journal(record.task_id)[1].started_at is not None
+    assert store.journal(record.task_id)[1].finished_at is None
+    # When any later status is written (here: a cancel)
+    store.set_status(record.task_id, TaskStatus(state=TaskState.CANCELED), expect={TaskState.WORKING})
+    # Then it is no longer listed nor marked
+    assert all(u.task_id != record.task_id for u in operators.uncertain_tasks())
+    assert store.get(record.task_id).uncertainty is None  # type: ignore[union-attr]
+
+
+def test_a_status_write_expecting_another_attempt_is_not_in_state(store: TaskStore, owner: Owner) -> None:
+    record, lost = lost_effect(store, owner)
+    with pytest.raises(NotInState):
+        store.set_status(record.task_id, TaskStatus(state=TaskState.FAILED), expect={TaskState.WORKING},
+                         expect_uncertain=lost.attempt + 1)
+    store.set_status(record.task_id, TaskStatus(state=TaskState.FAILED), expect={TaskState.WORKING},
+                     expect_uncertain=lost.attempt)
+    assert store.get(record.task_id).state == TaskState.FAILED  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["finished", "not-done"])
+def test_a_resolution_is_written_once_and_moves_the_attempt_on(store: TaskStore, owner: Owner, done: bool) -> None:
+    record, lost = lost_effect(store, owner)
+    operators: OperatorStore = store  # type: ignore[assignment]
+    resolution = Resolution(effect_id=lost.effect_id, done=done, result={"receipt": "R-1"} if done else None)
+    # When an operator resolves it
+    attempt = operators.resolve_uncertain(record.task_id, lost, resolution, TaskStatus(state=TaskState.WORKING))
+    # Then the attempt moved on, the mark is gone, and the journal says what the operator found
+    after = store.get(record.task_id)
+    assert after is not None and (attempt, after.attempt, after.uncertainty) == (1, 1, None)
+    journal = store.journal(record.task_id)
+    if done:
+        assert (journal[1].finished, journal[1].result) == (True, {"receipt": "R-1"})
+        assert journal[1].finished_at is not None
+    else:
+        assert 1 not in journal  # the effect starts again at #1, so with the same key
+    assert operators.last_resolution(record.task_id) == Resolved(lost.effect_id, done, resolution.digest, 1)
+    # And the same resolution again is refused by the store: nothing is written twice
+    with pytest.raises(NotInState):
+        operators.resolve_uncertain(record.task_id, lost, resolution, TaskStatus(state=TaskState.WORKING))
+    assert store.get(record.task_id).version == after.version  # type: ignore[union-attr]

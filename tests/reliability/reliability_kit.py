@@ -8,9 +8,7 @@ folder; this module puts it there too, so `pytest tests/reliability` works on it
 from __future__ import annotations
 
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +20,7 @@ if _E2E not in sys.path:
 
 import test_push as e2e_push
 from a2a_caller import EFFECTS, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY, state, status_ext
-from conftest import ALICE, BOB, auth, user_message
+from conftest import ALICE, BOB, auth, poll, user_message
 from table_scope import TableScan, settled, snapshot
 from test_isolation import all_tasks, error_code
 from test_turns import Probe, SimulatedCrash, _agent
@@ -75,16 +73,6 @@ def rpc(
     response = _http.post(url, json=body, headers=headers if headers is not None else auth(token))
     assert response.status_code == 200, response.text
     return dict(response.json())
-
-
-def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0, every: float = 0.05) -> T:
-    """Read until `done(value)` or the deadline; returns the last value read (the caller asserts on it)."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(every)
-        value = read()
-    return value
 
 
 def profile_headers(token: str = ALICE) -> dict[str, str]:

@@ -90,7 +90,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "SweepFunctionRole": frozenset({
         # the PushConfigs index; is the task there; remove a config, and an expired one's counts (its task's and,
         # while the task is open, its subject's: delete_push_config's transaction, UpdateItem); an expired task
-        # (README "Data retention", adapters/dynamodb/retention.py): read its partitions (Query), delete its items
+        # (README "Data retention", adapters/dynamodb/retention.py): read its partitions (Query), delete its items;
+        # the Uncertain index (the uncertainty gauge: Query)
         "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:DeleteObjectVersion",  # an expired task's file versions (adapters/s3.py delete_versions: DeleteObjects)
         # the stream's on-failure destination (PublishDLQ: SQSSendMessagePolicy, and the SendMessage SAM adds itself
@@ -98,6 +99,7 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "sqs:SendMessage*", "sqs:SendMessage",
     }),
     "SweepFunctionDailyRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the daily schedule
+    "SweepFunctionUncertainGaugeRole": frozenset({"lambda:InvokeFunction"}),  # SAM's role for the 5-minute gauge
     "TurnStateMachineRole": frozenset({
         "lambda:InvokeFunction",
         "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",

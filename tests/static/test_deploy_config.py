@@ -56,6 +56,11 @@ def dead_letter_queues(tpl: dict[str, Any]) -> set[str]:
     return {q for q in found if q}
 
 
+# Metrics of how long something has waited (issue 16: the oldest task waiting for an operator): their alarms fire
+# past an age, not on the first one (the count's own alarm does that).
+AGE_METRICS = {"UncertainOldestAgeSeconds"}
+
+
 def alarm_problems(tpl: dict[str, Any]) -> list[str]:
     alarms = of_type(tpl, "AWS::CloudWatch::Alarm")
     watched: dict[tuple[str, str], dict[str, Any]] = {}
@@ -65,11 +70,18 @@ def alarm_problems(tpl: dict[str, Any]) -> list[str]:
         dims = {d["Name"]: _target(d["Value"]) for d in props.get("Dimensions", [])}
         key = (f"{props.get('Namespace')}/{props.get('MetricName')}", str(dims.get("QueueName") or dims.get("FunctionName")))
         watched[key] = props
-        if props.get("ComparisonOperator") != "GreaterThanThreshold" or props.get("Threshold") != 0:
+        if props.get("MetricName") in AGE_METRICS:
+            if props.get("ComparisonOperator") != "GreaterThanThreshold" or not props.get("Threshold", 0) > 0:
+                problems.append(f"{name}: does not fire past an age (> a positive threshold)")
+        elif props.get("ComparisonOperator") != "GreaterThanThreshold" or props.get("Threshold") != 0:
             problems.append(f"{name}: does not fire on the first one (> 0)")
         for actions in ("AlarmActions", "OKActions"):
             if props.get(actions) != ALARM_ACTIONS:
                 problems.append(f"{name}: {actions} is not the optional AlarmTopicArn")
+    # Issue 16: tasks waiting for an operator, and how long the oldest has waited.
+    for metric in ("UncertainTasks", "UncertainOldestAgeSeconds"):
+        if not any(k[0] == f"Nylorun/{metric}" for k in watched):
+            problems.append(f"no alarm on Nylorun {metric}")
     for queue in sorted(dead_letter_queues(tpl)):
         props = watched.get(("AWS/SQS/ApproximateNumberOfMessagesVisible", queue))
         if props is None:
@@ -219,7 +231,8 @@ def test_every_dead_letter_queue_and_every_function_has_an_alarm() -> None:
     tpl = real_template()
     assert alarm_problems(tpl) == []
     assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ", "PushRuleDLQ"}
-    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 4 + len(of_type(tpl, "AWS::Serverless::Function"))
+    # one per dead-letter queue, one per function, and two on tasks waiting for an operator (issue 16)
+    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 4 + len(of_type(tpl, "AWS::Serverless::Function")) + 2
 
 
 def test_functions_run_python_3_12_on_arm64_traced_with_powertools() -> None:
@@ -264,6 +277,12 @@ def _new_dlq(tpl: dict[str, Any]) -> dict[str, Any]:
         pytest.param(
             lambda t: t["Resources"]["ContextDLQDepthAlarm"]["Properties"].update(Threshold=10) or t,
             "ContextDLQDepthAlarm: does not fire on the first one", id="threshold",
+        ),
+        pytest.param(lambda t: _drop(t, "UncertainTasksAlarm"), "no alarm on Nylorun UncertainTasks", id="no-uncertain-alarm"),
+        pytest.param(lambda t: _drop(t, "UncertainAgeAlarm"), "no alarm on Nylorun UncertainOldestAgeSeconds", id="no-age-alarm"),
+        pytest.param(
+            lambda t: t["Resources"]["UncertainAgeAlarm"]["Properties"].update(Threshold=0) or t,
+            "UncertainAgeAlarm: does not fire past an age", id="age-threshold",
         ),
         pytest.param(
             lambda t: t["Resources"]["ApiFunctionErrorsAlarm"]["Properties"].update(AlarmActions=[{"Ref": "AlarmTopicArn"}]) or t,

@@ -12,21 +12,20 @@ from nylorun.engine.turn import Turn
 from nylorun.ports import JournalEntry, NewTurn, TurnCanceled
 from nylorun.profile.extensions import EFFECTS, TELEMETRY
 from nylorun.protocol.models import CancelTaskRequest, GetTaskRequest, TaskState, TaskStatus
-from unit_support import OWNER, TYPED, Calls, Runtime, agent_of, answer, message, runtime, state, status_text
-
-
-class Crash(BaseException):
-    """The run dies here (a timeout, an out-of-memory kill): nothing after it is written."""
-
-
-class DiesOnce(Calls):
-    """An effect whose first call dies before the journal learns its outcome."""
-
-    def __call__(self, key: str) -> Any:
-        super().__call__(key)
-        if len(self.keys) == 1:
-            raise Crash()
-        return self.result
+from unit_support import (
+    OWNER,
+    TYPED,
+    Calls,
+    Crash,
+    DiesOnce,
+    Runtime,
+    agent_of,
+    answer,
+    message,
+    runtime,
+    state,
+    status_text,
+)
 
 
 def new_task(rt: Runtime, text: str = "go") -> str:

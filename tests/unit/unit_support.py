@@ -46,6 +46,20 @@ class Calls:
         return self.result
 
 
+class Crash(BaseException):
+    """The run dies here (a timeout, an out-of-memory kill): nothing after it is written."""
+
+
+class DiesOnce(Calls):
+    """An effect whose first call dies before the journal learns its outcome."""
+
+    def __call__(self, key: str) -> Any:
+        super().__call__(key)
+        if len(self.keys) == 1:
+            raise Crash()
+        return self.result
+
+
 @dataclass
 class Runtime:
     """The service, the runner and the scheduler over one in-memory store, composed as nylorun.wiring does."""

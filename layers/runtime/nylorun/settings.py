@@ -122,6 +122,10 @@ class Settings(BaseModel):
     retention_seconds: int | None = Field(default=None, ge=1)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
     interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
+    # Issue 16: how long a task whose step lost its outcome waits for an operator (`nylorun admin resolve`) before
+    # it fails saying the outcome is unknown, and its context moves on (24 hours by default; template.yaml
+    # UncertaintyTimeoutSeconds bounds the deployed value).
+    uncertainty_timeout_seconds: int = Field(default=24 * 3600, ge=1)
     documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
     icon_url: str = "https://docs.nylorun.com/icon.png"
     provider_organization: str = "Nylorun"
@@ -229,6 +233,7 @@ class Settings(BaseModel):
             "interaction_timeout_seconds": "NYLORUN_INTERACTION_TIMEOUT_SECONDS",
             "retention_days": "NYLORUN_RETENTION_DAYS",
             "retention_seconds": "NYLORUN_RETENTION_SECONDS",
+            "uncertainty_timeout_seconds": "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS",
             "max_turns_per_context": "NYLORUN_MAX_TURNS_PER_CONTEXT",
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",

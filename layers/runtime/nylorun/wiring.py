@@ -31,6 +31,7 @@ from nylorun.settings import Settings
 if TYPE_CHECKING:  # each imported where it is built: the api function builds none of them
     from nylorun.adapters.eventbridge import EventBridgeBus
     from nylorun.engine.runner import TurnRunner
+    from nylorun.service.operator import OperatorService
     from nylorun.service.publish import EventPublisher
     from nylorun.service.push import PushService
     from nylorun.service.retention import RetentionService
@@ -118,6 +119,7 @@ class Runtime:
             self.client("stepfunctions"),
             self.settings.state_machine_arn,
             self.settings.interaction_timeout_seconds,
+            self.settings.uncertainty_timeout_seconds,
         )
 
     @cached_property
@@ -158,6 +160,13 @@ class Runtime:
         from nylorun.engine.runner import TurnRunner
 
         return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files)
+
+    @cached_property
+    def operators(self) -> OperatorService:
+        """What `nylorun admin` does to tasks waiting for an operator (issue 16)."""
+        from nylorun.service.operator import OperatorService
+
+        return OperatorService(self.store, self.orchestrator, self.scheduler)
 
     @cached_property
     def push_queue(self) -> SqsPushQueue:

@@ -40,7 +40,11 @@ from nylorun.ports import (
     JournalEntry,
     NewTurn,
     NotInState,
+    OperatorAction,
+    OperatorStore,
     Owner,
+    Resolution,
+    Resolved,
     StoredPushConfig,
     TaskPage,
     TaskQuery,
@@ -50,6 +54,8 @@ from nylorun.ports import (
     TurnCanceled,
     TurnHandler,
     TurnOrchestrator,
+    UncertainTask,
+    Uncertainty,
     VersionConflict,
     with_task,
 )
@@ -82,6 +88,8 @@ class _Task:
     journal: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> journal item (codec)
     wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
     status_log: list[str] = field(default_factory=list)  # as the task item's statusLog (nylorun.events.logged)
+    last_resolution: Resolved | None = None  # issue 16: an operator's last, and its attempt
+    operator_actions: list[OperatorAction] = field(default_factory=list)
 
     def status_changed(self) -> None:
         self.status_log = logged(self.status_log, codec.status_body(self.record.status))
@@ -275,6 +283,8 @@ class InMemoryTaskStore:
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
         enforce_budget: bool = True,
+        uncertain: Uncertainty | None = None,
+        expect_uncertain: int | None = None,
     ) -> TaskRecord:
         check_status(status, interaction)
         added = checked_bytes(history)
@@ -282,6 +292,10 @@ class InMemoryTaskStore:
             task = self._tasks.get(task_id)
             if task is None or task.record.state not in expect:
                 raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            marked = task.record.uncertainty
+            if expect_uncertain is not None and (marked is None or marked.attempt != expect_uncertain):
+                raise NotInState(f"task {task_id} is not waiting for an operator in attempt {expect_uncertain}")
+            task.record.uncertainty = uncertain
             task.content_bytes = grown(task.content_bytes, added, self._max_task_bytes if enforce_budget else None)
             record = task.record
             ctx = self._contexts.get((record.owner, record.context_id))
@@ -386,7 +400,7 @@ class InMemoryTaskStore:
             record.version += 1
             task.status_changed()
             task.content_bytes = used
-            entry.update(answer=codec.dumps(answer), finished=True)
+            entry.update(answer=codec.dumps(answer), finished=True, finishedAt=ts)
             self._messages[(owner, retry_key)] = task_id
 
     # ------------------------------------------------------------------ journal
@@ -411,7 +425,58 @@ class InMemoryTaskStore:
             task = self._tasks.get(task_id)
             if task is None or seq not in task.journal:
                 raise NotInState(f"journal entry {seq} does not exist")
-            task.journal[seq].update(finished=True, result=body)
+            task.journal[seq].update(finished=True, result=body, finishedAt=now_timestamp())
+
+    # ------------------------------------------------------------------ operators (issue 16)
+    def record_operator_action(self, task_id: str, action: OperatorAction) -> None:
+        with self._lock:
+            self._task(task_id).operator_actions.append(action)
+
+    def operator_actions(self, task_id: str) -> list[OperatorAction]:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return list(task.operator_actions) if task else []
+
+    def uncertain_tasks(self) -> list[UncertainTask]:
+        with self._lock:
+            marked = [
+                UncertainTask(task_id=t.record.task_id, context_id=t.record.context_id, owner=t.record.owner,
+                              since=t.status_ts, uncertainty=t.record.uncertainty)
+                for t in self._tasks.values()
+                if t.record.uncertainty is not None
+            ]
+        return sorted(marked, key=lambda u: (u.since, u.task_id))
+
+    def resolve_uncertain(
+        self, task_id: str, uncertainty: Uncertainty, resolution: Resolution, status: TaskStatus
+    ) -> int:
+        check_status(status, None)
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.record.state != TaskState.WORKING or task.record.uncertainty != uncertainty:
+                raise NotInState(f"task {task_id} is not waiting for an operator on {uncertainty.effect_id}")
+            entry = task.journal.get(uncertainty.seq)
+            if resolution.effect_id != uncertainty.effect_id or entry is None or entry.get("finished"):
+                raise NotInState(f"{resolution.effect_id} is not the effect task {task_id} lost")
+            ts = status.timestamp or now_timestamp()
+            if resolution.done:
+                entry.update(finished=True, result=codec.dumps(resolution.result), finishedAt=ts)
+            else:
+                del task.journal[uncertainty.seq]
+            record = task.record
+            record.status = _stored(status.model_copy(update={"timestamp": ts}))
+            task.status_ts = ts
+            record.uncertainty = None
+            record.attempt += 1
+            record.version += 1
+            task.status_changed()
+            task.last_resolution = Resolved(resolution.effect_id, resolution.done, resolution.digest, record.attempt)
+            return record.attempt
+
+    def last_resolution(self, task_id: str) -> Resolved | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return task.last_resolution if task else None
 
     def put_wait_token(self, task_id: str, interaction_id: str, token: str) -> None:
         with self._lock:
@@ -567,18 +632,18 @@ class InMemoryOrchestrator:
     def __init__(self) -> None:
         self._runner: TurnHandler | None = None
         self._lock = threading.Lock()
-        self._started: set[str] = set()
+        self._started: set[tuple[str, int]] = set()  # (task, attempt): the execution names used
         self._waiting: dict[str, str] = {}  # callback token -> task id
         self._local = threading.local()
 
     def attach(self, runner: TurnHandler) -> None:
         self._runner = runner
 
-    def start(self, task_id: str) -> None:
+    def start(self, task_id: str, attempt: int = 0) -> None:
         with self._lock:
-            if task_id in self._started:
+            if (task_id, attempt) in self._started:
                 return  # execution names are unique: a second start is a no-op
-            self._started.add(task_id)
+            self._started.add((task_id, attempt))
         self._drive(task_id)
 
     def resume(self, token: str) -> None:
@@ -591,7 +656,7 @@ class InMemoryOrchestrator:
         with self._lock:
             self._waiting.pop(token, None)
 
-    def stop(self, task_id: str) -> None:
+    def stop(self, task_id: str, attempt: int = 0) -> None:
         """Nothing runs in the background; a canceled task's journal refuses further effects."""
 
     def _drive(self, task_id: str) -> None:
@@ -632,5 +697,6 @@ class InMemoryOrchestrator:
 
 if TYPE_CHECKING:  # `make typecheck` fails here when a port changes and these adapters do not follow
     _store: TaskStore = InMemoryTaskStore()
+    _operators: OperatorStore = InMemoryTaskStore()
     _orchestrator: TurnOrchestrator = InMemoryOrchestrator()
     _queue: ContextQueue = InMemoryContextQueue()

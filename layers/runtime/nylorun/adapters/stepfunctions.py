@@ -13,18 +13,39 @@ from nylorun.observability import logger
 _FINISHED_WAIT = {"InvalidToken", "TaskTimedOut", "TaskDoesNotExist"}
 
 
+def execution_name(task_id: str, attempt: int = 0) -> str:
+    """The execution of a turn's attempt: the task id, then (issue 16: a turn an operator resumed after a lost
+    outcome) "<task id>-<attempt>". A name is at most 80 characters of letters, digits, "-" and "_" where the
+    execution is logged (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html):
+    a task id is a UUID (36) and an attempt a few digits. A task id has a fixed length, so no attempt's name is
+    another task's."""
+    return task_id if attempt == 0 else f"{task_id}-{attempt}"
+
+
 class StepFunctionsOrchestrator:
-    def __init__(self, client: Any, state_machine_arn: str, interaction_timeout_seconds: int) -> None:
+    def __init__(
+        self, client: Any, state_machine_arn: str, interaction_timeout_seconds: int, uncertainty_timeout_seconds: int
+    ) -> None:
         self._sfn = client
         self._arn = state_machine_arn
         self._timeout = interaction_timeout_seconds
+        self._uncertainty_timeout = uncertainty_timeout_seconds
 
-    def start(self, task_id: str) -> None:
+    def start(self, task_id: str, attempt: int = 0) -> None:
+        execution = {
+            "taskId": task_id,
+            "attempt": attempt,
+            "interactionTimeoutSeconds": self._timeout,
+            # Issue 16: how long a lost outcome waits for an operator before the task fails (WaitForOperator).
+            "uncertaintyTimeoutSeconds": self._uncertainty_timeout,
+        }
         try:
             self._sfn.start_execution(
                 stateMachineArn=self._arn,
-                name=task_id,  # a retried start is a no-op: execution names are unique per state machine
-                input=json.dumps({"taskId": task_id, "interactionTimeoutSeconds": self._timeout}),
+                # A retried start is a no-op: execution names are unique per state machine (a repeated start of a
+                # running one with the same input answers as the first; otherwise ExecutionAlreadyExists).
+                name=execution_name(task_id, attempt),
+                input=json.dumps(execution),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
@@ -36,8 +57,8 @@ class StepFunctionsOrchestrator:
     def abandon(self, token: str, reason: str) -> None:
         self._finish_wait(lambda: self._sfn.send_task_failure(taskToken=token, error="Canceled", cause=reason))
 
-    def stop(self, task_id: str) -> None:
-        execution_arn = self._arn.replace(":stateMachine:", ":execution:", 1) + f":{task_id}"
+    def stop(self, task_id: str, attempt: int = 0) -> None:
+        execution_arn = self._arn.replace(":stateMachine:", ":execution:", 1) + f":{execution_name(task_id, attempt)}"
         try:
             self._sfn.stop_execution(executionArn=execution_arn, error="Canceled", cause="CancelTask")
         except ClientError as exc:

@@ -49,9 +49,10 @@ class Interrupted(BaseException):
 class OutcomeLost(BaseException):
     """An effect started and never finished, and cannot safely run again."""
 
-    def __init__(self, effect_id: str) -> None:
+    def __init__(self, effect_id: str, seq: int) -> None:
         super().__init__(effect_id)
         self.effect_id = effect_id
+        self.seq = seq  # its place in the journal (an operator resolves it there: `nylorun admin resolve`)
 
 
 class NonDeterministicAgent(Exception):
@@ -117,7 +118,7 @@ class Replay:
                 found = reconcile(key)
                 if found is not None:
                     return self._finish(seq, name, found)
-            raise OutcomeLost(key)
+            raise OutcomeLost(key, seq)
         self._catch_up()
         # The started entry is written (conditionally on the task not being canceled) before the effect runs.
         self._store.journal_start(self._task_id, JournalEntry(seq=seq, kind="effect", name=name))

@@ -1,9 +1,11 @@
-"""The turn function's four actions, called by the state machine (statemachines/turn.asl.json).
+"""The turn function's actions, called by the state machine (statemachines/turn.asl.json).
 
-* run     run (or replay) the agent; returns the outcome the state machine branches on
-* park    keep the callback token beside the open interaction (WaitForAnswer)
-* expire  nobody answered in time: the task fails
-* fail    the run failed past its retries: the task fails, with no internals in the message
+* run       run (or replay) the agent; returns the outcome the state machine branches on
+* park      keep the callback token beside the open interaction (WaitForAnswer)
+* expire    nobody answered in time: the task fails
+* fail      the run failed past its retries: the task fails, with no internals in the message
+* deadline  a lost outcome waited for an operator past its deadline (WaitForOperator): the task fails, unless
+            an operator resolved it meanwhile (issue 16)
 
 Each action is safe to run twice on the same input: Step Functions and Lambda both retry.
 """
@@ -29,8 +31,9 @@ from nylorun.ports import (
     TooLarge,
     TurnCanceled,
     TurnOrchestrator,
+    Uncertainty,
 )
-from nylorun.profile.status import interaction_message, uncertain_message, with_plan
+from nylorun.profile.status import UNKNOWN_OUTCOME_TEXT, interaction_message, uncertain_message, with_plan
 from nylorun.protocol.models import INTERRUPTED_STATES, TaskState, TaskStatus
 
 ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
@@ -75,6 +78,8 @@ class TurnRunner:
             return self._end_failed(task_id, "No answer arrived in time; the task has ended.", NOT_TERMINAL)
         if action == "fail":
             return self._end_failed(task_id, "The agent could not complete this turn.", NOT_TERMINAL)
+        if action == "deadline":
+            return self.deadline(task_id, int(event["attempt"]))
         raise ValueError(f"unknown action {action!r}")
 
     # ------------------------------------------------------------------ run
@@ -119,12 +124,16 @@ class TurnRunner:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
             uncertain = uncertain_message(task_id, record.context_id, lost.effect_id, output.plan)
+            # Issue 16: marked as waiting for an operator (`nylorun admin uncertain`) in this attempt; the state
+            # machine waits (WaitForOperator) and then calls `deadline` with the same attempt.
+            lost_in = Uncertainty(effect_id=lost.effect_id, seq=lost.seq, attempt=record.attempt)
             self._safely(
                 lambda: self._store.set_status(
                     task_id,
                     TaskStatus(state=TaskState.WORKING, message=uncertain),
                     expect={TaskState.WORKING},
                     plan=list(output.plan),
+                    uncertain=lost_in,
                 )
             )
             return {"outcome": "uncertain", "interactionId": None}
@@ -208,6 +217,13 @@ class TurnRunner:
                 self._orchestrator.resume(token)
         return {"outcome": "parked", "interactionId": interaction_id}
 
+    # ------------------------------------------------------------------ deadline (issue 16)
+    def deadline(self, task_id: str, attempt: int) -> Outcome:
+        """Nobody resolved the lost outcome of this attempt in time: the task fails saying the step's outcome is
+        unknown, and its context moves on. An operator who resolved it meanwhile started a new attempt (the mark
+        is gone or names a later attempt), and one who failed it ended it: then nothing is done."""
+        return self._end_failed(task_id, UNKNOWN_OUTCOME_TEXT, frozenset({TaskState.WORKING}), uncertain_in=attempt)
+
     # ------------------------------------------------------------------ ends
     def _too_large(self, task_id: str, large: TooLarge) -> Outcome:
         """The agent's output passed a size limit (nylorun.limits). A rerun would write the same output, so the
@@ -215,22 +231,31 @@ class TurnRunner:
         logger.warning("agent output over the size budget", extra={"limit": str(large)})
         return self._end_failed(task_id, f"The agent's output exceeded the task's size budget: {large}.", ACTIVE)
 
-    def _end_failed(self, task_id: str, text: str, expect: frozenset[TaskState]) -> Outcome:
+    def _end_failed(
+        self, task_id: str, text: str, expect: frozenset[TaskState], *, uncertain_in: int | None = None
+    ) -> Outcome:
         record = self._store.get(task_id)
         if record is None or record.state.terminal:
             return _ended()
         message = with_telemetry(
             agent_text(record, text), totals(self._store.journal(task_id), current_trace_id(task_id))
         )
-        self._safely(
-            lambda: self._store.set_status(
+        try:
+            self._store.set_status(
                 task_id,
                 TaskStatus(state=TaskState.FAILED, message=message),
                 expect=expect,
                 history=[message],
                 enforce_budget=False,  # the Runtime's own closing message: counted, never refused
+                expect_uncertain=uncertain_in,
             )
-        )
+        except StateConflict:
+            logger.info("task changed before the final write; leaving it as it is")
+            if uncertain_in is not None:
+                return _ended()  # an operator resolved it meanwhile: the resumed attempt holds the context
+        else:
+            if uncertain_in is not None:
+                metrics.add_metric(name="UncertainExpired", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="TurnFailed", unit=MetricUnit.Count, value=1)
         self._on_ended(record.owner, record.context_id)
         return _ended()

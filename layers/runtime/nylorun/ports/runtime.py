@@ -23,8 +23,9 @@ class ContextQueue(Protocol):
 class TurnOrchestrator(Protocol):
     """Runs turns durably (Step Functions deployed and locally on moto)."""
 
-    def start(self, task_id: str) -> None:
-        """Start the task's turn. Idempotent: the execution is named by the task id."""
+    def start(self, task_id: str, attempt: int = 0) -> None:
+        """Start the task's turn. Idempotent: the execution is named by the task id, and from attempt 1 (a turn an
+        operator resumed, issue 16) by the task id and the attempt."""
         ...
 
     def resume(self, token: str) -> None:
@@ -35,8 +36,8 @@ class TurnOrchestrator(Protocol):
         """The task was canceled while waiting: end the wait."""
         ...
 
-    def stop(self, task_id: str) -> None:
-        """Stop the turn's execution (cancel). Idempotent."""
+    def stop(self, task_id: str, attempt: int = 0) -> None:
+        """Stop the execution of the turn's attempt (cancel). Idempotent."""
         ...
 
 

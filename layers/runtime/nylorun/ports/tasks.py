@@ -7,6 +7,8 @@ errors (`nylorun.domain.errors`); mapping to JSON-RPC errors happens in the serv
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +21,15 @@ from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfi
 
 
 # ---------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Uncertainty:
+    """Issue 16: the effect whose outcome was lost, that the task waits on an operator for (`nylorun admin`)."""
+
+    effect_id: str  # the effect's idempotency key, `opaque_id(task, seq, "eff")`, as effects/v1 shows it
+    seq: int  # its place in the journal
+    attempt: int  # the run of the turn that lost it (TaskRecord.attempt)
+
+
 @dataclass
 class TaskRecord:
     task_id: str
@@ -34,6 +45,12 @@ class TaskRecord:
     version: int = 0
     # When it expires (epoch seconds; README "Data retention"): set by the status that ends it, never before.
     expires_at: int | None = None
+    # Which run of the turn this is: 0, then one more each time an operator resumes it after a lost outcome
+    # (issue 16). Its Step Functions execution is named after the task and this (`execution_name`).
+    attempt: int = 0
+    # Issue 16: the lost effect the task waits on an operator for (set by `set_status(uncertain=…)`, cleared by
+    # the next status write).
+    uncertainty: Uncertainty | None = None
 
     @property
     def state(self) -> TaskState:
@@ -108,6 +125,36 @@ class JournalEntry:
     finished: bool = False
     result: Any = None
     answer: Any = None  # interactions: the caller's answer once given
+    # When the store wrote it started and finished (ISO 8601 UTC; None on entries written before it kept them).
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+@dataclass(frozen=True)
+class UncertainTask:
+    """One task waiting for an operator, as `nylorun admin uncertain` lists it (every subject's)."""
+
+    task_id: str
+    context_id: str
+    owner: Owner
+    since: str  # the uncertain status' timestamp
+    uncertainty: Uncertainty
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What an operator found of a lost effect: it finished with `result`, or (`done=False`) it never happened
+    and runs again with the same key."""
+
+    effect_id: str
+    done: bool
+    result: Any = None
+
+    @property
+    def digest(self) -> str:
+        """What tells two resolutions apart (a repeated one from another): how, and the result's canonical JSON."""
+        body = json.dumps([self.effect_id, self.done, self.result if self.done else None], sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -136,6 +183,16 @@ class TaskRemains:
     history: list[Message]
     artifacts: list[Artifact]
     journal: dict[int, JournalEntry]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A resolution as the task keeps it: which effect, how (`Resolution.digest`), and the attempt it started."""
+
+    effect_id: str
+    done: bool
+    digest: str
+    attempt: int
 
 
 class InvalidPageToken(StoreError):
@@ -189,8 +246,14 @@ class TurnStore(Protocol):
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
         enforce_budget: bool = True,
+        uncertain: Uncertainty | None = None,
+        expect_uncertain: int | None = None,
     ) -> TaskRecord:
-        """Conditional status change (NotInState unless the task is in one of `expect`; VersionConflict if
+        """Issue 16: `uncertain` marks the task as waiting for an operator (listed by `uncertain_tasks`) until its
+        next status write, which clears the mark; `expect_uncertain` writes only while the task is marked so in that
+        attempt (NotInState otherwise: an operator resumed it meanwhile).
+
+        Conditional status change (NotInState unless the task is in one of `expect`; VersionConflict if
         other writers kept changing it). A terminal
         status frees the context. `history` is appended; the open interaction is replaced. TooLarge if the
         status message or the interaction is too large, or `history` would pass the task's budget (unless
@@ -259,6 +322,27 @@ class OperatorLog(Protocol):
 
     def operator_actions(self, task_id: str) -> list[OperatorAction]:
         """Oldest first."""
+        ...
+
+
+class OperatorStore(OperatorLog, Protocol):
+    """Issue 16: the tasks waiting for an operator, and an operator's resolution of one."""
+
+    def uncertain_tasks(self) -> list[UncertainTask]:
+        """Every subject's tasks marked uncertain (`set_status(uncertain=…)`), oldest first; never a Scan."""
+        ...
+
+    def resolve_uncertain(
+        self, task_id: str, uncertainty: Uncertainty, resolution: Resolution, status: TaskStatus
+    ) -> int:
+        """In one write: the lost effect's journal entry finished with the result (or, not done, removed, so the
+        effect starts again with the same key), the mark cleared, `status` the task's (WORKING), its attempt one
+        more, and the resolution kept as the task's last (`last_resolution`); returns that attempt. NotInState
+        unless the task is still marked with `uncertainty`."""
+        ...
+
+    def last_resolution(self, task_id: str) -> Resolved | None:
+        """The task's last resolution, if an operator resolved one."""
         ...
 
 

@@ -30,6 +30,13 @@ from nylorun.protocol.text import repaired
 UNCERTAIN_TEXT = (
     "A step's outcome was lost; it will not be repeated. An operator must reconcile it or cancel the task."
 )
+# Issue 16: the FAILED status of an uncertain task nobody resolved within the uncertainty deadline.
+UNKNOWN_OUTCOME_TEXT = (
+    "A step's outcome was lost and no operator resolved it in time: whether that step took effect is unknown. "
+    "The task has ended."
+)
+# Issue 16: the WORKING status once an operator resolved the lost outcome and the turn resumes.
+RESOLVED_TEXT = "An operator resolved the step whose outcome was lost; the task continues."
 
 
 def queued_message(task_id: str, context_id: str, ahead_task_id: str) -> Message:

@@ -402,7 +402,7 @@ class A2AService:
             raise TaskNotCancelableError(f"Task {record.task_id} ended before it could be canceled") from None
         # Cancel really stops: the journal refuses new effects from now on; stop the execution too, and end
         # any wait for an answer (Step Functions keeps a parked execution until its token is finished).
-        self._orchestrator.stop(record.task_id)
+        self._orchestrator.stop(record.task_id, record.attempt)  # the execution of its current attempt (issue 16)
         for token in self._store.wait_tokens(record.task_id):
             self._orchestrator.abandon(token, "Canceled at the caller's request")
         logger.info("task canceled", extra={"task_id": record.task_id})

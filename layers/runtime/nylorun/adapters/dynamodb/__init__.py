@@ -20,7 +20,7 @@ from nylorun.adapters.dynamodb.tasks import Tasks
 from nylorun.domain.ids import derive_task_id, subject_key
 from nylorun.domain.quotas import Quotas
 from nylorun.limits import DEFAULT_MAX_TASK_BYTES, DEFAULT_RETENTION_SECONDS
-from nylorun.ports import Sealer, TaskStore
+from nylorun.ports import OperatorStore, Sealer, TaskStore
 
 # `derive_task_id` (the task-id rule, nylorun.domain.ids) stays importable here for the tests that use it.
 __all__ = ["DynamoTaskStore", "decode_change", "decode_expiry", "derive_task_id", "subject_key"]
@@ -49,3 +49,4 @@ class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions, Retention):
 
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow
     _store: TaskStore = DynamoTaskStore(None, "")
+    _operators: OperatorStore = DynamoTaskStore(None, "")

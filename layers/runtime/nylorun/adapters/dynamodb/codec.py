@@ -23,7 +23,15 @@ from nylorun.adapters.dynamodb import layout
 from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.events import logged
 from nylorun.limits import stored_bytes
-from nylorun.ports import InvalidPageToken, JournalEntry, Owner, StoredPushConfig, TaskRecord
+from nylorun.ports import (
+    InvalidPageToken,
+    JournalEntry,
+    Owner,
+    StoredPushConfig,
+    TaskRecord,
+    UncertainTask,
+    Uncertainty,
+)
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfig, TaskStatus, now_timestamp
 
@@ -119,6 +127,8 @@ def task_item(
     spilled = spilled_metadata(record) is not None
     return {
         **layout.task(record.task_id),
+        **(uncertain_attributes(record.task_id, ts, record.uncertainty) if record.uncertainty is not None else {}),
+        "attempt": record.attempt,
         "taskId": record.task_id,
         "contextId": record.context_id,
         "agent": record.owner.agent,
@@ -159,6 +169,39 @@ def task_record(item: dict[str, Any]) -> TaskRecord:
         plan=[PlanStep.model_validate(s) for s in loads(item["plan"])] if item.get("plan") else [],
         version=int(item["version"]),
         expires_at=int(item["expiresAt"]) if item.get("expiresAt") is not None else None,
+        attempt=int(item.get("attempt") or 0),
+        uncertainty=uncertainty(item),
+    )
+
+
+def uncertain_attributes(task_id: str, since: str, uncertainty: Uncertainty) -> dict[str, Any]:
+    """What marks a task item as waiting for an operator (issue 16; `layout.UNCERTAIN_ATTRIBUTES`)."""
+    return {
+        **layout.uncertain_keys(task_id, since),
+        "uncertainEffect": uncertainty.effect_id,
+        "uncertainSeq": uncertainty.seq,
+        "uncertainAttempt": uncertainty.attempt,
+    }
+
+
+def uncertainty(item: dict[str, Any]) -> Uncertainty | None:
+    """The lost effect a task item (or its Uncertain index entry) is marked with, if any."""
+    if not item.get("GSI4PK"):
+        return None
+    return Uncertainty(
+        effect_id=str(item["uncertainEffect"]), seq=int(item["uncertainSeq"]), attempt=int(item["uncertainAttempt"])
+    )
+
+
+def uncertain_task(item: dict[str, Any]) -> UncertainTask:
+    marked = uncertainty(item)
+    assert marked is not None, "an Uncertain index entry is marked"
+    return UncertainTask(
+        task_id=str(item["taskId"]),
+        context_id=str(item["contextId"]),
+        owner=Owner(subject=str(item["subject"]), agent=str(item["agent"])),
+        since=str(item["GSI4SK"]).split("#", 1)[0],
+        uncertainty=marked,
     )
 
 
@@ -185,6 +228,9 @@ def journal_item(task_id: str, entry: JournalEntry) -> dict[str, Any]:
         "finished": entry.finished,
         "result": dumps(entry.result) if entry.finished else None,
         "answer": dumps(entry.answer) if entry.answer is not None else None,
+        # Issue 16: when, for an operator's eyes (`nylorun admin show`).
+        "startedAt": entry.started_at or now_timestamp(),
+        "finishedAt": entry.finished_at or (now_timestamp() if entry.finished else None),
     }
 
 
@@ -196,6 +242,8 @@ def journal_entry(item: dict[str, Any]) -> JournalEntry:
         finished=bool(item.get("finished", False)),
         result=loads(item["result"]) if item.get("result") is not None else None,
         answer=loads(item["answer"]) if item.get("answer") is not None else None,
+        started_at=item.get("startedAt"),
+        finished_at=item.get("finishedAt"),
     )
 
 

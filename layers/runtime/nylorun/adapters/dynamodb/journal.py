@@ -7,16 +7,22 @@ from typing import Any
 
 from nylorun.adapters.dynamodb import codec, layout
 from nylorun.adapters.dynamodb.table import Canceled, Table
+from nylorun.events import logged
+from nylorun.limits import check_status
 from nylorun.ports import (
     TASK_TOKEN,
     JournalEntry,
     NotInState,
     OperatorAction,
+    Resolution,
+    Resolved,
     Sealer,
     TurnCanceled,
+    UncertainTask,
+    Uncertainty,
     VersionConflict,
 )
-from nylorun.protocol.models import TaskState
+from nylorun.protocol.models import TaskState, TaskStatus, now_timestamp
 
 
 class Journal:
@@ -56,9 +62,9 @@ class Journal:
     def journal_finish(self, task_id: str, seq: int, result: Any) -> None:
         if not self._t.update(
             layout.journal_op(task_id, seq),
-            "SET finished = :yes, #result = :result",
+            "SET finished = :yes, #result = :result, finishedAt = :at",
             "attribute_exists(PK)",
-            {":yes": True, ":result": codec.dumps(result)},
+            {":yes": True, ":result": codec.dumps(result), ":at": now_timestamp()},
             {"#result": "result"},
         ):
             raise NotInState(f"journal entry {seq} does not exist")
@@ -95,3 +101,66 @@ class Journal:
                            detail=codec.loads(i["detail"]))
             for i in items
         ]
+
+    def uncertain_tasks(self) -> list[UncertainTask]:
+        # The sparse Uncertain index (layout): every subject's waiting tasks, oldest first; never a Scan. An index is
+        # read eventually consistent, so a task resolved a moment ago may still be listed: a resolution checks the
+        # task item itself.
+        items = self._t.query_all(
+            IndexName=layout.UNCERTAIN,
+            KeyConditionExpression="GSI4PK = :pk",
+            values={":pk": layout.UNCERTAIN_PK},
+        )
+        return [codec.uncertain_task(item) for item in items]
+
+    def resolve_uncertain(
+        self, task_id: str, uncertainty: Uncertainty, resolution: Resolution, status: TaskStatus
+    ) -> int:
+        check_status(status, None)
+        head = self._t.get(layout.task(task_id))
+        marked = codec.uncertainty(head) if head is not None else None
+        if head is None or TaskState(head["state"]) != TaskState.WORKING or marked != uncertainty:
+            raise NotInState(f"task {task_id} is not waiting for an operator on {uncertainty.effect_id}")
+        if resolution.effect_id != uncertainty.effect_id:
+            raise NotInState(f"{resolution.effect_id} is not the effect task {task_id} lost")
+        ts = status.timestamp or now_timestamp()
+        body = codec.status_body(status.model_copy(update={"timestamp": ts}))
+        attempt = int(head.get("attempt") or 0) + 1
+        txn = self._t.transaction().update(
+            "task",
+            layout.task(task_id),
+            "SET #status = :status, statusTs = :ts, GSI1SK = :k, GSI2SK = :k, statusLog = :log, attempt = :attempt, "
+            "lastResolution = :resolved, version = version + :one REMOVE " + ", ".join(layout.UNCERTAIN_ATTRIBUTES),
+            "version = :v AND #state = :working AND uncertainEffect = :effect AND uncertainAttempt = :was",
+            {
+                ":status": body, ":ts": ts, ":k": f"{ts}#{task_id}", ":log": logged(head.get("statusLog"), body),
+                ":attempt": attempt, ":one": 1, ":v": int(head["version"]), ":working": TaskState.WORKING.value,
+                ":effect": uncertainty.effect_id, ":was": uncertainty.attempt,
+                ":resolved": codec.dumps({"effect": resolution.effect_id, "done": resolution.done,
+                                          "digest": resolution.digest, "attempt": attempt}),
+            },
+            {"#status": "status", "#state": "state"},
+        )
+        entry = layout.journal_op(task_id, uncertainty.seq)
+        unfinished = "attribute_exists(PK) AND finished = :no"
+        if resolution.done:
+            # Finished with the operator's result: the resumed run replays it as if the effect had returned it.
+            txn.update("journal", entry, "SET finished = :yes, #result = :result, finishedAt = :ts", unfinished,
+                       {":yes": True, ":no": False, ":result": codec.dumps(resolution.result), ":ts": ts},
+                       {"#result": "result"})
+        else:
+            # It did not happen: without its entry, the resumed run starts it again at the same place, so with the
+            # same idempotency key (`opaque_id(task, seq, "eff")`).
+            txn.delete("journal", entry, unfinished, {":no": False})
+        try:
+            txn.write()
+        except Canceled:
+            raise NotInState(f"task {task_id} changed while it was being resolved") from None
+        return attempt
+
+    def last_resolution(self, task_id: str) -> Resolved | None:
+        item = self._t.get(layout.task(task_id))
+        if item is None or not item.get("lastResolution"):
+            return None
+        kept = codec.loads(item["lastResolution"])
+        return Resolved(effect_id=kept["effect"], done=kept["done"], digest=kept["digest"], attempt=kept["attempt"])

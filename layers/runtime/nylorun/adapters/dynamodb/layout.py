@@ -2,7 +2,8 @@
 
 Items (PK / SK):
     TASK#<task>      TASK            the task: state, status JSON, open interaction, plan, counters (its push
-                                     configs: `pushConfigs`), GSI keys,
+                                     configs: `pushConfigs`), its attempt, GSI keys, the lost effect it waits
+                                     on an operator for (`uncertainEffect`, `uncertainSeq`, `uncertainAttempt`),
                                      metadata when small, `contentBytes` (history + artifacts, the size budget),
                                      `expiresAt` once it has ended (README "Data retention": everything below that
                                      belongs to the task goes with it, adapters/dynamodb/retention.py)
@@ -25,6 +26,9 @@ Indexes:
     ByContext    GSI2PK = <agent>#<subject-key>#<context>  GSI2SK as GSI1SK         (ListTasks by contextId)
     PushConfigs  GSI3PK = PUSHCFG#<bucket 0..15>           GSI3SK = <task>#<config>  (the sweep; keys and
                  expiresAt; sparse: only push config items carry GSI3PK, so the sweep reads configs and nothing else)
+    Uncertain    GSI4PK = UNCERTAIN                        GSI4SK = <since>#<task>  (`nylorun admin uncertain`, the
+                 uncertainty gauge; sparse: a task item carries GSI4PK only while it waits for an operator, from the
+                 status write that reports a lost outcome to the next status write, which removes it)
 
 Every write that can race is conditional; task writes carry a version. `expiresAt` is the table's TTL
 attribute.
@@ -43,7 +47,13 @@ from nylorun.domain.ids import subject_key
 from nylorun.limits import KIB
 from nylorun.ports import Owner
 
-BY_SUBJECT, BY_CONTEXT, PUSH_CONFIGS = "BySubject", "ByContext", "PushConfigs"
+BY_SUBJECT, BY_CONTEXT, PUSH_CONFIGS, UNCERTAIN = "BySubject", "ByContext", "PushConfigs", "Uncertain"
+# One partition for the whole Uncertain index: a lost outcome is rare (a crash inside an effect), and an operator
+# reads them all at once. A partition takes 1,000 writes a second
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html).
+UNCERTAIN_PK = "UNCERTAIN"
+# The task item's attributes that mark it uncertain (all removed by the next status write).
+UNCERTAIN_ATTRIBUTES = ("GSI4PK", "GSI4SK", "uncertainEffect", "uncertainSeq", "uncertainAttempt")
 PUSH_BUCKETS = 16
 # DynamoDB: 400 KB an item. Larger metadata (up to 256 KiB) leaves the task item for its own META item.
 INLINE_METADATA_BYTES = 16 * KIB
@@ -137,6 +147,11 @@ def file_path(scope: str, path: str) -> Key:
 
 def file_write(scope: str, write_key: str) -> Key:
     return {"PK": f"FILE#{scope}", "SK": f"W#{write_key}"}
+
+
+def uncertain_keys(task_id: str, since: str) -> dict[str, str]:
+    """The Uncertain index keys of a task item waiting for an operator (oldest first)."""
+    return {"GSI4PK": UNCERTAIN_PK, "GSI4SK": f"{since}#{task_id}"}
 
 
 def list_keys(owner: Owner, task_id: str, context_id: str, status_ts: str) -> dict[str, str]:

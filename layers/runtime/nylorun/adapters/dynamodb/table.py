@@ -107,8 +107,9 @@ class Transaction:
         body.update(_condition(condition, values, names))
         return self._add(name, "Update", body)
 
-    def delete(self, name: str, key: dict[str, Any], condition: str | None = None) -> Transaction:
-        return self._add(name, "Delete", {"Key": codec.to_item(key), **_condition(condition, None)})
+    def delete(self, name: str, key: dict[str, Any], condition: str | None = None,
+               values: dict[str, Any] | None = None) -> Transaction:
+        return self._add(name, "Delete", {"Key": codec.to_item(key), **_condition(condition, values)})
 
     def check(self, name: str, key: dict[str, Any], condition: str, values: dict[str, Any] | None = None,
               names: dict[str, str] | None = None) -> Transaction:

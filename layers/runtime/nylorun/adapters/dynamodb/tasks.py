@@ -25,6 +25,7 @@ from nylorun.ports import (
     TaskPage,
     TaskQuery,
     TaskRecord,
+    Uncertainty,
     with_task,
 )
 from nylorun.profile.extensions import Interaction, PlanStep
@@ -312,6 +313,8 @@ class Tasks(Messages):
         interaction_seq: int | None = None,
         plan: Sequence[PlanStep] | None = None,
         enforce_budget: bool = True,
+        uncertain: Uncertainty | None = None,
+        expect_uncertain: int | None = None,
     ) -> TaskRecord:
         check_status(status, interaction)
         added = checked_bytes(history)
@@ -319,6 +322,10 @@ class Tasks(Messages):
             head = self.head(task_id)
             if head is None or TaskState(head["state"]) not in expect:
                 raise NotInState(f"task {task_id} is not in {sorted(s.value for s in expect)}")
+            marked = codec.uncertainty(head)
+            if expect_uncertain is not None and (marked is None or marked.attempt != expect_uncertain):
+                # The write is conditional on the version read with this head, so it holds at the write too.
+                raise NotInState(f"task {task_id} is not waiting for an operator in attempt {expect_uncertain}")
             used = grown(int(head.get("contentBytes", 0)), added, self._max_task_bytes if enforce_budget else None)
             record = codec.task_record(head)
             ts = status.timestamp or now_timestamp()
@@ -348,6 +355,13 @@ class Tasks(Messages):
                 "statusLog = :log",
             ]
             removes: list[str] = []
+            if uncertain is not None:
+                # Issue 16: waiting for an operator, listed (Uncertain index) until the next status write.
+                for name, value in codec.uncertain_attributes(task_id, ts, uncertain).items():
+                    sets.append(f"{name} = :u_{name}")
+                    values[f":u_{name}"] = value
+            elif marked is not None:
+                removes += layout.UNCERTAIN_ATTRIBUTES
             if interaction is not None:
                 sets += ["interaction = :interaction", "interactionSeq = :iseq"]
                 values[":interaction"] = codec.interaction_body(interaction)
@@ -533,9 +547,9 @@ class Tasks(Messages):
             .update(
                 "journal",
                 layout.journal_op(task_id, int(head["interactionSeq"])),
-                "SET answer = :answer, finished = :yes",
+                "SET answer = :answer, finished = :yes, finishedAt = :ts",
                 "attribute_exists(PK) AND attribute_not_exists(answer)",
-                {":answer": codec.dumps(answer), ":yes": True},
+                {":answer": codec.dumps(answer), ":yes": True, ":ts": ts},
             )
         )
         record_once(txn, "sent", owner, retry_key, task_id)
