@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nylorun.engine.agent import AgentRegistry
+from nylorun.observability import logger
 from nylorun.ports import OperatorAction
 from nylorun.settings import Settings
 from nylorun.wiring import Runtime
@@ -111,6 +113,16 @@ def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Names
         return EXIT_ERROR
 
 
+class _Stderr:
+    """sys.stderr as it is at each write (a caller may replace it, as pytest's capture does)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def connect(args: argparse.Namespace) -> Target:
     if args.stack:
         env, operator = _stack_env(args.stack, args.region)
@@ -120,6 +132,11 @@ def connect(args: argparse.Namespace) -> Target:
         env, operator = _local_env(port), f"local:{getpass.getuser()}"
         where = f"local port {port}"
     os.environ.update(env)
+    # The Runtime's own log lines (Powertools, stdout by default) go to stderr beside the operator's log: stdout
+    # holds only the command's answer (`--json` is read by scripts).
+    handler = logger.registered_handler
+    if isinstance(handler, logging.StreamHandler):
+        handler.setStream(_Stderr())
     runtime = Runtime(settings=Settings.from_env(), registry=AgentRegistry())
     return Target(runtime=runtime, operator=operator, where=where, json=bool(getattr(args, "json", False)))
 

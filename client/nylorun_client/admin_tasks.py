@@ -172,7 +172,8 @@ def _show_text(view: dict[str, Any]) -> str:
         else:
             lines.append(f"  #{step['seq']} usage {_short(step['usage'])}  at {step['startedAt'] or '?'}")
     usage = view["usage"]
-    lines += ["", f"Usage    {usage['steps']} effects, {usage['tokens']} tokens, ${usage['costUsd']}", "",
+    effects = f"{usage['steps']} effect" + ("" if usage["steps"] == 1 else "s")
+    lines += ["", f"Usage    {effects} finished, {usage['tokens']} tokens, ${usage['costUsd']}", "",
               "Operator actions"]
     if not view["operatorActions"]:
         lines.append("  (none)")

@@ -585,8 +585,8 @@ def render_task(task: TaskView, *, working: bool = False) -> RenderableType:
     if task.uncertain:
         rows.append(
             Text(
-                f"  ⚠ The outcome of effect {task.uncertain} was lost: the task stays WORKING until "
-                "someone checks it and cancels or reruns it.",
+                f"  ⚠ The outcome of effect {task.uncertain} was lost: the task stays WORKING until an operator "
+                "resolves it (the turn then goes on) or fails it, or the Runtime's deadline fails it.",
                 style="yellow",
             )
         )

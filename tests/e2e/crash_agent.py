@@ -37,4 +37,5 @@ def run(turn: Turn) -> None:
     turn.mark(0, "active")
     receipt = turn.effect("charge_card", charge)
     turn.mark(0, "done")
+    turn.mark(1, "done")
     turn.reply(f"Charged: {receipt['charged']}")

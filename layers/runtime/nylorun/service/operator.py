@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.replay import opaque_id
 from nylorun.limits import MAX_STORED_JSON_BYTES
-from nylorun.observability import logger
 from nylorun.ports import (
     OperatorAction,
     OperatorStore,
@@ -178,7 +177,6 @@ class OperatorService:
         self._orchestrator.start(task_id, attempt)
         # The lost attempt's execution only waits for its deadline, which now finds the task moved on: end it now.
         self._orchestrator.stop(task_id, lost.attempt)
-        logger.info("operator resolved a lost outcome", extra={"task_id": task_id, "attempt": attempt})
         return Resumed(task_id, lost.effect_id, attempt, again=False)
 
     def _resolved_before(self, record: TaskRecord, resolution: Resolution) -> Resumed:

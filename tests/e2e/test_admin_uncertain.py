@@ -25,6 +25,7 @@ import crash_agent
 import pytest
 from a2a_caller import EFFECTS, PROFILE, state, status_ext
 from conftest import A2A, ALICE, auth, nylorun_serve, poll, rpc, user_message
+from nylorun.observability import logger
 from nylorun.profile.status import UNKNOWN_OUTCOME_TEXT
 from nylorun_client.command import main
 from nylorun_local.runtime import LocalRuntime
@@ -180,9 +181,16 @@ def test_resolve_not_done_runs_the_effect_once_more_with_the_same_key(url: str, 
 
 def test_fail_ends_the_task_with_the_reason_its_caller_reads_and_the_queued_turn_runs(url: str, admin: Admin) -> None:
     lost, queued_id = lost_with_one_queued(url)
-    # When the operator fails it
-    code, out, err = admin("fail", lost["id"], "The charge was refunded by hand; please order again.")
+    # When the operator fails it (--json, with the Runtime logging at INFO)
+    logger.setLevel("INFO")
+    try:
+        code, out, err = admin("--json", "fail", lost["id"], "The charge was refunded by hand; please order again.")
+    finally:
+        logger.setLevel("WARNING")  # as tests/conftest.py sets it
     assert code == 0, err
+    # Then stdout holds only the answer; the Runtime's log lines (the next turn started) went to stderr
+    assert json.loads(out)["state"] == "TASK_STATE_FAILED"
+    assert "next queued turn started" in err
     # Then the caller reads FAILED and the reason
     failed = get(url, lost["id"])
     assert state(failed) == "TASK_STATE_FAILED"
