@@ -199,6 +199,7 @@ SCHEDULER_RETRY = "https://docs.aws.amazon.com/scheduler/latest/APIReference/API
 SFN_CREATE = "https://docs.aws.amazon.com/step-functions/latest/apireference/API_CreateStateMachine.html"
 SFN_LOGGING = "https://docs.aws.amazon.com/step-functions/latest/apireference/API_LoggingConfiguration.html"
 SFN_QUOTAS = "https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html"
+SFN_WAIT = "https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html"
 LOGS_RETENTION = (
     "https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html"
 )
@@ -565,7 +566,7 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
     params, resources = tpl["Parameters"], tpl["Resources"]
     problems = [
         f"{p} has no MaxValue, and AWS limits what it feeds"
-        for p in ("A2aWaitMs", "InteractionTimeoutSeconds")
+        for p in ("A2aWaitMs", "InteractionTimeoutSeconds", "UncertaintyTimeoutSeconds")
         if "MaxValue" not in params[p]
     ]
     # A2aWaitMs: the blocking wait ends before the HTTP API's integration timeout (30 s at most) and the api
@@ -586,10 +587,10 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
         problems.append(
             f"A2aWaitMs MaxValue {wait} does not end before ApiFunction's Timeout ({LAMBDA_QUOTAS})"
         )
-    # InteractionTimeoutSeconds: a turn queued behind a waiting one stays in the context queue for the whole wait,
-    # looked at every NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the
-    # waiting turn is one Step Functions execution, at most a year (STANDARD).
-    longest = params["InteractionTimeoutSeconds"].get("MaxValue", float("inf"))
+    # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds (issue 16): a turn queued behind a waiting one (for a
+    # person, or for an operator) stays in the context queue for the whole wait, looked at every
+    # NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the waiting turn is one
+    # Step Functions execution, at most a year (STANDARD), whose Wait state takes at most 99,999,999 s (SFN_WAIT).
     queue = resources["ContextQueue"]["Properties"]
     interval = int(
         resources["DispatchFunction"]["Properties"]["Environment"]["Variables"][
@@ -597,18 +598,22 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
         ]
     )
     receives = extreme(queue["RedrivePolicy"]["maxReceiveCount"], 1, tpl, min)
-    if longest >= receives * interval:
-        problems.append(
-            f"InteractionTimeoutSeconds MaxValue {longest} >= ContextQueue's {receives:g} receives x {interval} s ({SQS_API})"
-        )
-    if longest >= extreme(queue.get("MessageRetentionPeriod", 345600), 345600, tpl, min):
-        problems.append(
-            f"InteractionTimeoutSeconds MaxValue {longest} >= ContextQueue's MessageRetentionPeriod ({SQS_API})"
-        )
-    if longest > 365 * 86400:
-        problems.append(
-            f"InteractionTimeoutSeconds MaxValue {longest} is over a Step Functions execution's year ({SFN_QUOTAS})"
-        )
+    for wait_parameter in ("InteractionTimeoutSeconds", "UncertaintyTimeoutSeconds"):
+        longest = params[wait_parameter].get("MaxValue", float("inf"))
+        if longest >= receives * interval:
+            problems.append(
+                f"{wait_parameter} MaxValue {longest} >= ContextQueue's {receives:g} receives x {interval} s ({SQS_API})"
+            )
+        if longest >= extreme(queue.get("MessageRetentionPeriod", 345600), 345600, tpl, min):
+            problems.append(
+                f"{wait_parameter} MaxValue {longest} >= ContextQueue's MessageRetentionPeriod ({SQS_API})"
+            )
+        if longest > 365 * 86400:
+            problems.append(
+                f"{wait_parameter} MaxValue {longest} is over a Step Functions execution's year ({SFN_QUOTAS})"
+            )
+        if longest > 99_999_999:
+            problems.append(f"{wait_parameter} MaxValue {longest} is over a Wait state's Seconds ({SFN_WAIT})")
     return problems
 
 
@@ -691,6 +696,7 @@ BROKEN_VALUES = [
     # Parameters against what they feed
     pytest.param("Parameters.A2aWaitMs.MaxValue", 30000, "A2aWaitMs MaxValue 30000 does not end before Rpc's TimeoutInMillis", id="A2aWaitMs up to 30 s"),
     pytest.param("Parameters.InteractionTimeoutSeconds.MaxValue", 950400, "InteractionTimeoutSeconds MaxValue 950400 >= ContextQueue's 1000 receives x 900 s", id="interaction wait of 11 days"),
+    pytest.param("Parameters.UncertaintyTimeoutSeconds.MaxValue", 1209600, "UncertaintyTimeoutSeconds MaxValue 1209600 >= ContextQueue's MessageRetentionPeriod", id="uncertainty wait of 14 days"),
 ]  # fmt: skip
 # A value from a parameter: the parameter as another change might add it, and where it goes.
 BROKEN_PARAMETERS = [
