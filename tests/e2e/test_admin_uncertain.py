@@ -28,6 +28,7 @@ from conftest import A2A, ALICE, auth, nylorun_serve, poll, rpc, user_message
 from nylorun.observability import logger
 from nylorun.profile.status import UNKNOWN_OUTCOME_TEXT
 from nylorun_client.command import main
+from nylorun_local.aws import LambdaContext
 from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
@@ -223,6 +224,21 @@ def test_a_wrong_resolution_is_refused_in_one_line_and_changes_nothing(
     assert code == 1 and out == "" and err.count("\n") == 1 and expected in err, err
     assert get(url, lost["id"]) == before
     assert json.loads(admin("--json", "show", lost["id"])[1])["operatorActions"] == []
+    admin("fail", lost["id"], "test over")  # frees the context
+
+
+def test_the_sweep_functions_gauge_counts_the_tasks_waiting_and_the_oldest_wait(
+    url: str, admin: Admin, local_runtime: LocalRuntime
+) -> None:
+    # Given a task waiting for an operator
+    lost, _ = lost_with_one_queued(url)
+    waiting = len(json.loads(admin("--json", "uncertain")[1]))
+    # When the sweep function runs with its 5-minute schedule's input
+    sample = json.loads((HERE.parents[1] / "events" / "sweep-uncertain-gauge.json").read_text())
+    sweep = local_runtime._functions["SweepFunction"]
+    out = sweep.handler(sample, LambdaContext("nylorun-local-SweepFunction"))
+    # Then it counts every task waiting (the UncertainTasks metric) and how long the oldest has (its age metric)
+    assert out["uncertain"] == waiting >= 1 and out["oldestAgeSeconds"] > 0
     admin("fail", lost["id"], "test over")  # frees the context
 
 
