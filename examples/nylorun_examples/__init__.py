@@ -1,5 +1,5 @@
-"""Example Agents, not part of the Runtime: `echo`, `tck` (the A2A TCK's scenarios) and `support` (every
-profile feature).
+"""Example Agents, not part of the Runtime: `echo`, `tck` (the A2A TCK's scenarios), `support` (every
+profile feature) and `orders` (a table component).
 
 They are served only when named: `nylorun serve` names them by default (NYLORUN_AGENTS="nylorun_examples:AGENTS"),
 a deployment when its `ExampleAgents` parameter is "true" (which also attaches ExamplesLayer, this package in
@@ -9,7 +9,8 @@ a deployment when its `ExampleAgents` parameter is "true" (which also attaches E
 from nylorun.engine.agent import Agent
 
 from nylorun_examples.echo import agent as echo
+from nylorun_examples.orders import agent as orders
 from nylorun_examples.support import agent as support
 from nylorun_examples.tck import agent as tck
 
-AGENTS: list[Agent] = [echo, tck, support]
+AGENTS: list[Agent] = [echo, tck, support, orders]

@@ -2,7 +2,9 @@
 
 A plan (progress/v1), step text, a question (INPUT_REQUIRED) when it does not know the order, a lookup
 effect, a connection (AUTH_REQUIRED, kind `connection`) to the payments account, an approval
-(AUTH_REQUIRED) before the refund effect, usage (telemetry/v1), a receipt artifact and a reply.
+(AUTH_REQUIRED) before the refund effect, usage (telemetry/v1), a receipt artifact and a reply; components
+(docs/components.md): the order as a `keyvalue` in view from the lookup on (so the approval shows what it is
+about), and the refund as a `timeline` in the reply.
 
 The "outside world" here is a tiny in-process fake (`ORDERS`, `REFUNDS`): a real Agent calls its own
 systems inside `turn.effect(...)`, passing the idempotency key on.
@@ -14,7 +16,7 @@ import re
 import threading
 from typing import Any
 
-from nylorun.engine import Agent, Skill, Turn
+from nylorun.engine import Agent, Component, Skill, Turn
 
 agent = Agent(
     name="support",
@@ -70,6 +72,8 @@ def run(turn: Turn) -> None:
         turn.reply(f"I could not find order {order_id}.")
         return
     turn.mark(0, "done", f"{order['item']}, {order['amount']:.2f} {order['currency']}")
+    # A view of what the next steps are about: on the connection's and the approval's status messages too.
+    turn.show("keyvalue", {"items": order_items(order)}, title=f"Order {order['orderId']}")
 
     turn.mark(1, "active")
     turn.say("Checking the payments connection")
@@ -106,4 +110,24 @@ def run(turn: Turn) -> None:
     # files/v1: a versioned file in the agent's outputs, downloadable by a presigned URL.
     turn.write_file(f"receipts/{order['orderId']}.txt", receipt, kind="receipt", media_type="text/plain")
     turn.mark(4, "done")
-    turn.reply(f"Refunded {order['amount']:.2f} {order['currency']} for order {order['orderId']} ({refund['refundId']}).")
+    turn.reply(
+        f"Refunded {order['amount']:.2f} {order['currency']} for order {order['orderId']} ({refund['refundId']}).",
+        Component("timeline", {"steps": refund_steps(refund)}, title=f"Refund {refund['refundId']}"),
+    )
+
+
+def order_items(order: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"label": "Order", "value": order["orderId"]},
+        {"label": "Item", "value": order["item"]},
+        {"label": "Amount", "value": f"{order['amount']:.2f} {order['currency']}"},
+    ]
+
+
+def refund_steps(refund: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where the refund stands: the person approved, the payments API took it, the bank has yet to pay out."""
+    return [
+        {"label": "Approved", "state": "done"},
+        {"label": "Refund issued", "state": "done", "note": refund["refundId"]},
+        {"label": "Money back on your account", "state": "todo", "note": "3 to 5 business days"},
+    ]

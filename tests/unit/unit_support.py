@@ -84,12 +84,12 @@ class Runtime:
         return record
 
 
-def runtime(*agents: Agent, store: InMemoryTaskStore | None = None) -> Runtime:
+def runtime(*agents: Agent, store: InMemoryTaskStore | None = None, strict_components: bool = True) -> Runtime:
     store = store or InMemoryTaskStore()
     orchestrator, queue = InMemoryOrchestrator(), InMemoryContextQueue()
     scheduler = TurnScheduler(store, orchestrator, queue)
     registry = AgentRegistry(agents)
-    runner = TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended)
+    runner = TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended, strict_components=strict_components)
     orchestrator.attach(runner)
     settings = Settings(a2a_wait_ms=0, auth="none")
     service = A2AService(store, orchestrator, registry, settings, scheduler, sleep=lambda _: None)

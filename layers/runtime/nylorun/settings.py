@@ -180,6 +180,12 @@ class Settings(BaseModel):
         return self.retention_seconds or self.retention_days * 24 * 3600
 
     @property
+    def development(self) -> bool:
+        """Running for a developer: `nylorun serve` (no Lambda) or `sam local`, not a deployed function. There an
+        agent's invalid component is an error in its code; deployed, the part is dropped (docs/components.md)."""
+        return not self.lambda_function_name or self.sam_local
+
+    @property
     def push_enabled(self) -> bool:
         # Profile v2: push configs are served only when the Runtime has a push secret.
         return bool(self.push_secret or self.push_secret_arn)

@@ -159,7 +159,10 @@ class Runtime:
     def runner(self) -> TurnRunner:
         from nylorun.engine.runner import TurnRunner
 
-        return TurnRunner(self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files)
+        return TurnRunner(
+            self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files,
+            strict_components=self.settings.development,
+        )
 
     @cached_property
     def operators(self) -> OperatorService:

@@ -2,5 +2,16 @@
 
 from nylorun.engine.agent import Agent, AgentRegistry, Skill, load_registry
 from nylorun.engine.turn import Turn
+from nylorun.profile.components import Component, InvalidComponent, code_ref, register_component
 
-__all__ = ["Agent", "AgentRegistry", "Skill", "Turn", "load_registry"]
+__all__ = [
+    "Agent",
+    "AgentRegistry",
+    "Component",
+    "InvalidComponent",
+    "Skill",
+    "Turn",
+    "code_ref",
+    "load_registry",
+    "register_component",
+]

@@ -57,8 +57,12 @@ class TurnRunner:
         orchestrator: TurnOrchestrator,
         on_ended: Callable[[Owner, str], object] = lambda owner, context_id: None,
         files: FileService | None = None,
+        *,
+        strict_components: bool = True,
     ) -> None:
         self._files = files
+        # An invalid component: an error in the agent's code (development) or a dropped part (deployed).
+        self._strict_components = strict_components
         self._store = store
         self._registry = registry
         self._orchestrator = orchestrator
@@ -111,7 +115,8 @@ class TurnRunner:
             metrics.add_metric(name="TurnStarted", unit=MetricUnit.Count, value=1)
 
         output = TurnOutput(plan=list(record.plan))
-        turn = Turn(self._store, record, Replay(self._store, task_id, self._store.journal(task_id)), output, self._files)
+        replay = Replay(self._store, task_id, self._store.journal(task_id))
+        turn = Turn(self._store, record, replay, output, self._files, strict=self._strict_components)
         trace_id = current_trace_id(task_id)
         try:
             try:
@@ -123,7 +128,7 @@ class TurnRunner:
         except OutcomeLost as lost:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
-            uncertain = uncertain_message(task_id, record.context_id, lost.effect_id, output.plan)
+            uncertain = uncertain_message(task_id, record.context_id, lost.effect_id, output.plan, output.view)
             # Issue 16: marked as waiting for an operator (`nylorun admin uncertain`) in this attempt; the state
             # machine waits (WaitForOperator) and then calls `deadline` with the same attempt.
             lost_in = Uncertainty(effect_id=lost.effect_id, seq=lost.seq, attempt=record.attempt)
@@ -181,7 +186,7 @@ class TurnRunner:
     def _interrupt(self, record: TaskRecord, output: TurnOutput, stop: Interrupted) -> Outcome:
         # Profile v2: approval and connection → AUTH_REQUIRED; question → INPUT_REQUIRED.
         state = TaskState.INPUT_REQUIRED if stop.interaction.kind == "question" else TaskState.AUTH_REQUIRED
-        message = interaction_message(record.task_id, record.context_id, stop.interaction, output.plan)
+        message = interaction_message(record.task_id, record.context_id, stop.interaction, output.plan, output.view)
         try:
             self._store.set_status(
                 record.task_id,

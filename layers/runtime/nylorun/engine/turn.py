@@ -7,6 +7,12 @@ the turn's `Replay` (engine/replay.py), which makes a rerun of the agent durable
 
 What an agent shows a caller is repaired to well-formed Unicode where the Turn takes it (`protocol/text.py`,
 `repaired`; the decision is in `profile/status.py`).
+
+Components (`show`, and `Component`s in `reply` and `artifact`: profile/components.py, docs/components.md) are
+validated where the Turn takes them. Decision: one its kind refuses is an `InvalidComponent` raised in the agent's
+code when the Runtime runs for development (`nylorun serve`, `sam local`: `strict`), so the mistake shows where it
+was made; deployed, the part is dropped with a warning log and the `ComponentDropped` metric, and the turn goes on
+(ADR 0051: an invalid payload is dropped), so a model's malformed table never fails a person's refund.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
-from nylorun.observability import logger
+from nylorun.observability import logger, metrics
 from nylorun.ports import TaskRecord, TaskStore, TurnCanceled
+from nylorun.profile.components import COMPONENTS, Component, InvalidComponent
 from nylorun.profile.extensions import (
     FILES,
     MAX_PLAN_STEPS,
@@ -49,6 +58,13 @@ class TurnOutput:
     note: str | None = None  # the latest step text (`turn.say`)
     reply: Message | None = None
     rejected: bool = False
+    # `turn.show`: the components in view on the turn's status messages, by kind and title (a later `show` of
+    # the same kind and title replaces one, so a timeline can move on).
+    shown: dict[tuple[str, str | None], list[Part]] = field(default_factory=dict)
+
+    @property
+    def view(self) -> list[Part]:
+        return [part for parts in self.shown.values() for part in parts]
 
 
 class Turn:
@@ -61,7 +77,10 @@ class Turn:
         replay: Replay,
         output: TurnOutput,
         files: FileService | None = None,
+        *,
+        strict: bool = True,
     ) -> None:
+        self._strict = strict  # an invalid component raises (development) or is dropped (deployed)
         self._store = store
         self._record = record
         self._replay = replay
@@ -123,9 +142,42 @@ class Turn:
         self._output.note = text
         self._replay.show(self._write_progress)
 
+    def show(self, component: str, props: dict[str, Any], title: str | None = None) -> None:
+        """Show a component (`table`, `keyvalue`, `timeline` or a registered kind) on the turn's status
+        messages from now on: the working status (at once) and the question, connection or approval it asks
+        next. It is a view of the work, not a result: a result goes in `reply(...)` or `artifact(...)` as a
+        `Component`. A later `show` with the same kind and title replaces it. Never tool calls, arguments or
+        results (Profile v2). `code-ref` is built only by `code_ref(...)`."""
+        parts = self._component_parts(Component(component, props, title))
+        if not parts:
+            return
+        self._output.shown[(component, title)] = parts
+        self._replay.show(self._write_progress)
+
+    def _component_parts(self, component: Component) -> list[Part]:
+        try:
+            return COMPONENTS.parts(component)  # repaired where the message or artifact is made
+        except InvalidComponent as invalid:
+            if self._strict:
+                raise
+            logger.warning("component dropped", extra={"component": component.component, "reason": str(invalid)})
+            metrics.add_metric(name="ComponentDropped", unit=MetricUnit.Count, value=1)
+            return []
+
+    def _parts(self, parts: tuple[Part | str | Component, ...]) -> list[Part]:
+        out: list[Part] = []
+        for part in parts:
+            if isinstance(part, Component):
+                out += self._component_parts(part)
+            else:
+                out.append(Part(text=part) if isinstance(part, str) else part)
+        return out
+
     def _write_progress(self) -> None:
         plan = self._output.plan
-        message = progress_message(self.task_id, self.context_id, self._output.note or "Working", plan)
+        message = progress_message(
+            self.task_id, self.context_id, self._output.note or "Working", plan, self._output.view
+        )
         self._store.set_status(
             self.task_id, TaskStatus(state=TaskState.WORKING, message=message), expect={TaskState.WORKING}, plan=plan
         )
@@ -170,20 +222,24 @@ class Turn:
 
     def artifact(
         self,
-        *parts: Part | str,
+        *parts: Part | str | Component,
         name: str | None = None,
         artifact_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         extensions: list[str] | None = None,
     ) -> str:
-        """Add (or, with the same `artifact_id`, replace) an artifact. Returns its id."""
+        """Add (or, with the same `artifact_id`, replace) an artifact. Returns its id. A `Component` part
+        becomes its text fallback and the component part (docs/components.md)."""
+        artifact_parts = self._parts(parts)
         artifact_id = artifact_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/{repaired(name) or len(parts)}"))
 
         def put() -> None:
+            if not artifact_parts:  # deployed, its only part was an invalid component: dropped, nothing to show
+                return
             artifact = Artifact(
                 artifact_id=artifact_id,
                 name=name,
-                parts=[Part(text=p) if isinstance(p, str) else p for p in parts],
+                parts=artifact_parts,
                 metadata=metadata,
                 extensions=extensions,
             )
@@ -247,11 +303,10 @@ class Turn:
             raise RuntimeError("this Runtime has no file store (NYLORUN_FILES_BUCKET)")
         return self._files
 
-    def reply(self, *parts: Part | str) -> None:
-        """The agent's answer: the turn completes with this message once the turn function returns."""
-        self._output.reply = agent_message(
-            self.task_id, self.context_id, [Part(text=p) if isinstance(p, str) else p for p in parts]
-        )
+    def reply(self, *parts: Part | str | Component) -> None:
+        """The agent's answer: the turn completes with this message once the turn function returns. A
+        `Component` part becomes its text fallback and the component part (docs/components.md)."""
+        self._output.reply = agent_message(self.task_id, self.context_id, self._parts(parts) or [Part(text="Done.")])
 
     def reject(self, text: str) -> None:
         """End the turn as REJECTED (the agent will not do this)."""

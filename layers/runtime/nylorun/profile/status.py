@@ -103,21 +103,29 @@ def with_plan(message: Message, plan: Sequence[PlanStep]) -> Message:
     return message.model_copy(update={"metadata": metadata, "extensions": extensions})
 
 
-def progress_message(task_id: str, context_id: str, text: str, plan: Sequence[PlanStep]) -> Message:
-    """A WORKING status message: the step text, and the plan under progress/v1."""
-    return with_plan(agent_message(task_id, context_id, [Part(text=text)]), plan)
+def progress_message(
+    task_id: str, context_id: str, text: str, plan: Sequence[PlanStep], view: Sequence[Part] = ()
+) -> Message:
+    """A WORKING status message: the step text, the components the turn shows (`view`: `turn.show`, each with
+    its text fallback; docs/components.md), and the plan under progress/v1."""
+    return with_plan(agent_message(task_id, context_id, [Part(text=text), *view]), plan)
 
 
-def interaction_message(task_id: str, context_id: str, interaction: Interaction, plan: Sequence[PlanStep]) -> Message:
+def interaction_message(
+    task_id: str, context_id: str, interaction: Interaction, plan: Sequence[PlanStep], view: Sequence[Part] = ()
+) -> Message:
     """The status message of an interrupted turn: a text question every tier can read, and the typed
-    interaction under interactions/v1 (Profile v2: the core tier gets the text, typed clients both)."""
-    message = progress_message(task_id, context_id, core_text(interaction), plan)
+    interaction under interactions/v1 (Profile v2: the core tier gets the text, typed clients both), with the
+    components in view (say, the order an approval is about)."""
+    message = progress_message(task_id, context_id, core_text(interaction), plan, view)
     metadata, extensions = with_extension(message.metadata, message.extensions, INTERACTIONS, interaction)
     return message.model_copy(update={"metadata": metadata, "extensions": extensions})
 
 
-def uncertain_message(task_id: str, context_id: str, effect_id: str, plan: Sequence[PlanStep]) -> Message:
+def uncertain_message(
+    task_id: str, context_id: str, effect_id: str, plan: Sequence[PlanStep], view: Sequence[Part] = ()
+) -> Message:
     """The status message of a turn whose effect lost its outcome: effects/v1 `{"uncertain": effectId}`."""
-    message = progress_message(task_id, context_id, UNCERTAIN_TEXT, plan)
+    message = progress_message(task_id, context_id, UNCERTAIN_TEXT, plan, view)
     metadata, extensions = with_extension(message.metadata, message.extensions, EFFECTS, {"uncertain": effect_id})
     return message.model_copy(update={"metadata": metadata, "extensions": extensions})

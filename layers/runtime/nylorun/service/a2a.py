@@ -41,6 +41,7 @@ from nylorun.ports import (
     TurnOrchestrator,
     with_task,
 )
+from nylorun.profile.components import view_parts
 from nylorun.profile.extensions import (
     INTERACTIONS,
     InteractionAnswer,
@@ -325,6 +326,9 @@ class A2AService:
         interaction = record.interaction
         assert interaction is not None
         reminder = self._resuming(record, text_does_not_approve(interaction))
+        # The components the approval showed (the order it is about) stay in view beside the reminder.
+        shown = view_parts(record.status.message.parts) if record.status.message else []
+        reminder = reminder.model_copy(update={"parts": [*reminder.parts, *shown]})
         metadata, extensions = with_extension(reminder.metadata, reminder.extensions, INTERACTIONS, interaction)
         reminder = reminder.model_copy(update={"metadata": metadata, "extensions": extensions})
         try:
