@@ -31,6 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nylorun_client.client import PROFILE_V2, ClientError, NylorunClient
+from nylorun_client.draw import render_components
 from nylorun_client.views import MessageView, TaskView
 
 # Exit codes: 0 done (a task that ended COMPLETED), 1 an error or a task that ended otherwise,
@@ -531,6 +532,8 @@ class HumanOutput:
 
     def message(self, message: MessageView) -> None:
         self.console.print(Text.assemble(("Reply: ", "bold"), message.text))
+        if message.components:
+            self.console.print(render_components(message.components))
 
     def tasks(self, tasks: list[TaskView]) -> None:
         if not tasks:
@@ -582,6 +585,8 @@ def render_task(task: TaskView, *, working: bool = False) -> RenderableType:
             if step.note:
                 line.append(f"  ({step.note})", style="dim")
             rows.append(line)
+    if task.components and not task.terminal:
+        rows.append(render_components(task.components))  # the view the turn shows (the reply's come at the end)
     if task.uncertain:
         rows.append(
             Text(
@@ -613,6 +618,8 @@ def print_outcome(console: Console, task: TaskView) -> None:
     """What a finished (or shown) task leaves: the reply, the artifacts, the telemetry."""
     if task.text and (task.terminal or not task.interrupted):
         console.print(Text.assemble(("Reply: ", "bold"), task.text))
+    if task.components and task.terminal:
+        console.print(render_components(task.components))
     if task.artifacts:
         console.print(Text("Artifacts:", style="bold"))
     for artifact in task.artifacts:
@@ -625,6 +632,8 @@ def print_outcome(console: Console, task: TaskView) -> None:
         console.print(line)
         for text_line in artifact.text.splitlines():
             console.print(Text(f"    {text_line}"))
+        if artifact.components:
+            console.print(render_components(artifact.components, indent=4))
         for url in artifact.urls:
             # Neither wrapped nor cropped: a download link must survive copy and paste.
             console.print(Text(f"    download: {url}"), soft_wrap=True)

@@ -3,6 +3,10 @@
 A view is built from the a2a-sdk's protobuf objects and keeps them in `raw`, so nothing the Agent sent is
 lost. Against a plain A2A agent (the core tier) every profile field is empty and only states, text and
 artifacts are there: an approval is then just the status text.
+
+Components (docs/components.md) are read out of the parts: each one this client can check (a core kind whose
+schema its props pass) is in `components`, and its text fallback leaves `text`; one it cannot check stays as its
+fallback text.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, TypeVar
 from a2a.types import Artifact, Message, Part, Task, TaskState
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
+from nylorun.profile.components import COMPONENT_MEDIA_TYPE, COMPONENTS, FALLBACK, Component
 from nylorun.profile.extensions import (
     EFFECTS,
     FILES,
@@ -43,6 +48,7 @@ class ArtifactView:
     urls: list[str]  # its `url` parts: a file output's download link
     file: FileVersion | None  # files/v1: kind, version, size, sha256, path
     raw: Artifact = field(repr=False, compare=False)
+    components: list[Component] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +57,7 @@ class ArtifactView:
             "text": self.text,
             "urls": self.urls,
             "file": self.file.wire() if self.file else None,
+            "components": [component_json(c) for c in self.components],
         }
 
 
@@ -62,6 +69,7 @@ class MessageView:
     context_id: str
     text: str
     raw: Message = field(repr=False, compare=False)
+    components: list[Component] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +77,7 @@ class MessageView:
             "messageId": self.message_id,
             "contextId": self.context_id,
             "text": self.text,
+            "components": [component_json(c) for c in self.components],
         }
 
 
@@ -86,6 +95,7 @@ class TaskView:
     uncertain: str | None  # effects/v1: the effect whose outcome was lost
     artifacts: list[ArtifactView]
     raw: Task = field(repr=False, compare=False)
+    components: list[Component] = field(default_factory=list)  # on the status message: the view, or the reply's
 
     @property
     def terminal(self) -> bool:
@@ -120,6 +130,7 @@ class TaskView:
             "telemetry": self.telemetry.wire() if self.telemetry else None,
             "uncertain": self.uncertain,
             "artifacts": [artifact.to_json() for artifact in self.artifacts],
+            "components": [component_json(c) for c in self.components],
         }
 
 
@@ -129,11 +140,12 @@ def task_view(task: Task) -> TaskView:
     progress = _payload(Progress, metadata.get(PROGRESS))
     effects = metadata.get(EFFECTS)
     uncertain = effects.get("uncertain") if isinstance(effects, dict) else None
+    text, components = read_parts(message.parts if message is not None else [])
     return TaskView(
         id=task.id,
         context_id=task.context_id,
         state=TaskState.Name(task.status.state),
-        text=parts_text(message.parts) if message is not None else "",
+        text=text,
         timestamp=task.status.timestamp.ToJsonString() if task.status.HasField("timestamp") else "",
         status_message_id=message.message_id if message is not None else "",
         interaction=_payload(Interaction, metadata.get(INTERACTIONS)),
@@ -142,32 +154,71 @@ def task_view(task: Task) -> TaskView:
         uncertain=str(uncertain) if uncertain else None,
         artifacts=[artifact_view(artifact) for artifact in task.artifacts],
         raw=task,
+        components=components,
     )
 
 
 def artifact_view(artifact: Artifact) -> ArtifactView:
+    text, components = read_parts(part for part in artifact.parts if part.WhichOneof("content") != "url")
     return ArtifactView(
         artifact_id=artifact.artifact_id,
         name=artifact.name,
-        text=parts_text(part for part in artifact.parts if part.WhichOneof("content") != "url"),
+        text=text,
         urls=[part.url for part in artifact.parts if part.WhichOneof("content") == "url"],
         file=_payload(FileVersion, _struct(artifact.metadata).get(FILES)),
         raw=artifact,
+        components=components,
     )
 
 
 def message_view(message: Message) -> MessageView:
+    text, components = read_parts(message.parts)
     return MessageView(
         message_id=message.message_id,
         context_id=message.context_id,
-        text=parts_text(message.parts),
+        text=text,
         raw=message,
+        components=components,
     )
 
 
-def parts_text(parts: Any) -> str:
-    """What a person reads of a message or artifact: text as is, other parts named, not dumped."""
-    return "\n".join(_part_text(part) for part in parts)
+def component_json(component: Component) -> dict[str, Any]:
+    """--json: `{"component", "props", "title"}`."""
+    return {"component": component.component, "props": dict(component.props), "title": component.title}
+
+
+def read_parts(parts: Any) -> tuple[str, list[Component]]:
+    """The text a person reads (text as is, other parts named) and the components this client can draw. A
+    component part is never dumped as JSON: drawn when it checks out, else its text fallback (the part before it) stands for it."""
+    items: list[Part] = list(parts)
+    drawn = [_component(part) for part in items]
+    texts = []
+    for index, part in enumerate(items):
+        if drawn[index] is not None or part.media_type == COMPONENT_MEDIA_TYPE:
+            continue
+        fallback = part.WhichOneof("content") == "text" and _struct(part.metadata).get(FALLBACK) is True
+        if fallback and index + 1 < len(items) and drawn[index + 1] is not None:
+            continue  # the component after it is drawn instead
+        texts.append(_part_text(part))
+    return "\n".join(texts), [c for c in drawn if c is not None]
+
+
+def _component(part: Part) -> Component | None:
+    if part.WhichOneof("content") != "data" or part.media_type != COMPONENT_MEDIA_TYPE:
+        return None
+    return COMPONENTS.read(part.media_type, _integral(json_format.MessageToDict(part.data)))
+
+
+def _integral(value: Any) -> Any:
+    """protobuf's Value keeps every number as a double: give whole numbers back as the ints JSON sent (a
+    code-ref's line is a strict int)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def _part_text(part: Part) -> str:

@@ -31,8 +31,8 @@ def run(turn: Turn) -> None:
     if not found:
         turn.reply(f"No order matches {turn.text!r}.")
         return
-    rows = [[o["orderId"], o["item"], o["amount"], o["currency"]] for o in found]
+    rows = [[o["orderId"], o["item"], f"{o['amount']:.2f} {o['currency']}"] for o in found]
     turn.reply(
         f"{len(found)} order{'s' if len(found) != 1 else ''}:",
-        Component("table", {"columns": ["Order", "Item", "Amount", "Currency"], "rows": rows}, title="Orders"),
+        Component("table", {"columns": ["Order", "Item", "Amount"], "rows": rows}, title="Orders"),
     )

@@ -97,12 +97,17 @@ def test_send_walks_a_person_through_question_connection_and_approval(support: s
     assert "Connection needed: payments: Connect your payments account" in out
     assert "Approval needed: Refund 249.00 EUR for order A-1001 (Espresso machine)?" in out
     assert "orderId: A-1001" in out
+    # And the order was drawn as a key-value panel (a component) before the approval was asked
+    approval = out.index("Approval needed:")
+    assert "╭─ Order A-1001" in out[:approval] and re.search(r"│ Item +Espresso machine", out[:approval])
     # And the plan was shown as it moved, ending with every step done
     assert "1/5 steps" in out and "5/5 steps" in out
     assert "✓ Find the order  (Espresso machine, 249.00 EUR)" in out
     assert "✓ Send the receipt" in out
     # And the end shows the reply, the receipt with its files/v1 version and sha256, and the telemetry
     assert "Reply: Refunded 249.00 EUR for order A-1001" in out
+    # And the refund as a timeline, with a mark for each step's state
+    assert re.search(r"✓ Refund issued  \(R-\d{5}\)", out) and "○ Money back on your account" in out
     assert "receipt v1" in out and SHA256.search(out)
     assert re.search(r"Telemetry: \d+ steps? · 470 tokens · \$0\.0016 · trace 1-", out)
     assert len(REFUNDS) == refunds_before + 1

@@ -6,7 +6,9 @@ and keeps every answer and every push delivery: the `support` conversation to co
 its first message, a question answered by text, a connection and an approval answered through
 interactions/v1, a text "yes" in between), a `support` task canceled while it waits, and a task whose
 effect's outcome was lost (effects/v1). Then every key and every string of all of it is walked: no profile
-URI may stand anywhere but the activated one, and that one must stand where the agent produced it.
+URI may stand anywhere but the activated one, and that one must stand where the agent produced it. Components
+(docs/components.md) are no extension: every activation gets the same ones, with their text fallbacks, in answers
+and pushes alike, and they carry no profile data.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from a2a_caller import EFFECTS, FILES, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY
 from conftest import ALICE, auth, rpc, user_message
 from nylorun.engine import Agent, Skill, Turn
+from nylorun.profile.components import COMPONENT_MEDIA_TYPE, FALLBACK
 from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver, own_secrets
 
@@ -139,6 +142,17 @@ def drive_uncertain(observer: Observer, url: str) -> str:
     return str(task["id"])
 
 
+def components(message: dict[str, Any]) -> list[tuple[str, str]]:
+    """(kind, title) of each component part of a message, after the text fallback that must come before it."""
+    parts = message["parts"]
+    found = []
+    for index, part in enumerate(parts):
+        if part.get("mediaType") == COMPONENT_MEDIA_TYPE:
+            assert parts[index - 1]["metadata"] == {FALLBACK: True}, parts
+            found.append((part["data"]["component"], part["data"]["title"]))
+    return found
+
+
 def pushes(receiver: Receiver, task_ids: list[str], timeout: float = 30) -> dict[str, Any]:
     """Every body pushed for the tasks, once each has pushed its terminal status and the support task its
     receipt."""
@@ -188,6 +202,17 @@ def test_only_activated_extension_data_reaches_a_caller(
         assert completed["history"][0]["parts"][1]["metadata"][FILES]["kind"] == "input"
         artifact_pushes = [b["artifactUpdate"] for b in everything.values() if "artifactUpdate" in b]
         assert artifact_pushes[-1]["artifact"]["parts"][0]["metadata"][FILES]["kind"] == "receipt"
+    # And every tier gets support's components: the order in view on the approval (also after the text "yes"),
+    # the refund in the reply, in answers and in push bodies alike
+    order, refund = ("keyvalue", "Order A-1001"), ("timeline", "Refund")
+    answers = {label: observer.seen[label]["result"]["task"]["status"]["message"]
+               for label in ("connection", "text does not approve", "approval")}
+    assert [[(kind, title.split(" R-")[0]) for kind, title in components(m)] for m in answers.values()] == [
+        [order], [order], [refund]
+    ]
+    pushed = [components(b["statusUpdate"]["status"]["message"]) for b in everything.values()
+              if "message" in b.get("statusUpdate", {}).get("status", {})]
+    assert [order] in pushed and any(c and c[0][0] == "timeline" for c in pushed)
     for uri, where in ((INTERACTIONS, "question"), (PROGRESS, "connection"), (TELEMETRY, "approval")):
         if activated == [uri]:
             assert uri in observer.seen[where]["result"]["task"]["status"]["message"]["extensions"]
