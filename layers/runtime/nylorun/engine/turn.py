@@ -160,8 +160,9 @@ class Turn:
         except InvalidComponent as invalid:
             if self._strict:
                 raise
-            logger.warning("component dropped", extra={"component": component.component, "reason": str(invalid)})
-            metrics.add_metric(name="ComponentDropped", unit=MetricUnit.Count, value=1)
+            if not self._replay.replaying:  # a rerun drops it again: logged and counted once, where it was new
+                logger.warning("component dropped", extra={"component": component.component, "reason": str(invalid)})
+                metrics.add_metric(name="ComponentDropped", unit=MetricUnit.Count, value=1)
             return []
 
     def _parts(self, parts: tuple[Part | str | Component, ...]) -> list[Part]:
