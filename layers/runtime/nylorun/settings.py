@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from typing import Literal
@@ -126,6 +127,13 @@ class Settings(BaseModel):
     # it fails saying the outcome is unknown, and its context moves on (24 hours by default; template.yaml
     # UncertaintyTimeoutSeconds bounds the deployed value).
     uncertainty_timeout_seconds: int = Field(default=24 * 3600, ge=1)
+    # nylorun.models (README "A model-backed Agent"): the Bedrock model id (or inference profile id) model-backed
+    # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
+    # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
+    # add to nylorun.models.prices' table: JSON {"model id": {"input": 0.8, "output": 4.0}}.
+    model: str = ""
+    model_guardrail: str = ""
+    model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     documentation_url: str = "https://docs.nylorun.com/a2a/profile/v2"
     icon_url: str = "https://docs.nylorun.com/icon.png"
     provider_organization: str = "Nylorun"
@@ -141,6 +149,11 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return [host.strip().lower() for host in value.split(",") if host.strip()]
         return value
+
+    @field_validator("model_prices", mode="before")
+    @classmethod
+    def _json(cls, value: object) -> object:
+        return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("dev_tokens", mode="before")
     @classmethod
@@ -160,6 +173,9 @@ class Settings(BaseModel):
                 f"NYLORUN_AUTH={self.auth} is refused on AWS Lambda (function {self.lambda_function_name}): set "
                 "NYLORUN_AUTH=jwt, the template's value. The dev and none modes are for `nylorun serve` and `sam local`."
             )
+        if self.lambda_function_name and not self.sam_local and self.model == "scripted":
+            # The scripted stand-in answers without a model: never what a deployed Agent's callers should get.
+            raise ValueError("NYLORUN_MODEL=scripted is refused on AWS Lambda: set a Bedrock model id (ModelId)")
         if self.lambda_function_name and not (self.runtime_key or self.runtime_key_arn):
             # Without it each cold start would key subjects its own way, and no task would be found again.
             raise ValueError("NYLORUN_RUNTIME_KEY_ARN is not set: the template's RuntimeKey secret keys subjects")
@@ -244,6 +260,9 @@ class Settings(BaseModel):
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",
             "max_push_configs_per_subject": "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT",
+            "model": "NYLORUN_MODEL",
+            "model_guardrail": "NYLORUN_MODEL_GUARDRAIL",
+            "model_prices": "NYLORUN_MODEL_PRICES",
             "documentation_url": "NYLORUN_DOCUMENTATION_URL",
             "icon_url": "NYLORUN_ICON_URL",
         }

@@ -1,7 +1,7 @@
 """The turn engine: the agent programming model (Agent, Turn) and durable replay."""
 
 from nylorun.engine.agent import Agent, AgentRegistry, Skill, load_registry
-from nylorun.engine.turn import Turn
+from nylorun.engine.turn import Turn, TurnFailed
 from nylorun.profile.components import Component, InvalidComponent, code_ref, register_component
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "InvalidComponent",
     "Skill",
     "Turn",
+    "TurnFailed",
     "code_ref",
     "load_registry",
     "register_component",

@@ -21,7 +21,7 @@ from nylorun.domain.messages import agent_text, current_trace_id, totals, with_t
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileFetchFailed, FileService
 from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay
-from nylorun.engine.turn import Finished, Turn, TurnOutput
+from nylorun.engine.turn import Finished, Turn, TurnFailed, TurnOutput
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
     Owner,
@@ -149,6 +149,10 @@ class TurnRunner:
         except FileFetchFailed as failed:
             # A caller's url file could not be fetched: the turn fails and says which file.
             return self._end_failed(task_id, f"Could not fetch the file {failed.name}: {failed.reason}", ACTIVE)
+        except TurnFailed as failed:
+            # The agent's own words for why it stopped (nylorun.models: its step cap), shown as it wrote them.
+            logger.warning("agent ended its turn failed")
+            return self._end_failed(task_id, failed.text, ACTIVE)
         except NonDeterministicAgent:
             logger.exception("agent is not deterministic on replay")
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)

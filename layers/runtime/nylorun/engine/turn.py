@@ -30,7 +30,7 @@ from nylorun.domain.files import scope as file_scope
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
 from nylorun.observability import logger, metrics
-from nylorun.ports import TaskRecord, TaskStore, TurnCanceled
+from nylorun.ports import TaskQuery, TaskRecord, TaskStore, TurnCanceled
 from nylorun.profile.components import COMPONENTS, Component, InvalidComponent
 from nylorun.profile.extensions import (
     FILES,
@@ -48,6 +48,15 @@ from nylorun.protocol.text import repaired
 
 class Finished(BaseException):
     """`turn.reject()` ends the turn early (a BaseException, like the signals in engine/replay.py)."""
+
+
+class TurnFailed(Exception):
+    """Raised by an agent's code to end its turn FAILED with `text` as the status a caller reads (any other error
+    shows a generic text). Profile v2: the text is shown as it is, so it must name no tool, argument or result."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
 
 
 @dataclass
@@ -117,6 +126,14 @@ class Turn:
     @property
     def history(self) -> list[Message]:
         return list(self._record.history)
+
+    def earlier_turns(self, limit: int = 10) -> list[Message]:
+        """The history of this context's `limit` latest ended tasks, oldest first: the conversation before this
+        turn (one turn at a time per context, so they ended before this one started and a rerun reads the same)."""
+        page = self._store.list_tasks(self._record.owner, TaskQuery(context_id=self.context_id, page_size=limit + 1))
+        ended = [t.task_id for t in page.tasks if t.task_id != self.task_id and t.state.terminal][:limit]
+        records = (self._store.get(task_id) for task_id in reversed(ended))  # listed newest first
+        return [m for record in records if record is not None for m in record.history]
 
     # ------------------------------------------------------------------ progress (caller-visible)
     def plan(self, *labels: str) -> None:
@@ -323,5 +340,6 @@ __all__ = [
     "OutcomeLost",
     "Turn",
     "TurnCanceled",
+    "TurnFailed",
     "TurnOutput",
 ]

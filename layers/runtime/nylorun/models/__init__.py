@@ -1,0 +1,46 @@
+"""Model-backed Agents: a tool loop on Amazon Bedrock Converse, durable by replay (README "A model-backed Agent").
+
+    from nylorun.models import converse, model_from_settings, tool
+
+    @agent.turn
+    def run(turn: Turn) -> None:
+        turn.reply(converse(turn, model_from_settings(), system="You help with orders.", tools=[find_order]))
+"""
+
+from __future__ import annotations
+
+from nylorun.models.bedrock import Bedrock, Model
+from nylorun.models.loop import DEFAULT_MAX_MODEL_CALLS, conversation, converse
+from nylorun.models.prices import DEFAULT_PRICES, Price, price_table
+from nylorun.models.scripted import Script, Scripted
+from nylorun.models.tools import Tool, tool
+from nylorun.settings import Settings, get_settings
+
+
+def model_from_settings(script: Script | None = None, settings: Settings | None = None) -> Model:
+    """The configured model (NYLORUN_MODEL): Bedrock, or with "scripted" the stand-in running `script`."""
+    settings = settings or get_settings()
+    if not settings.model:
+        raise RuntimeError("no model configured: set NYLORUN_MODEL (the template's ModelId) or serve --model scripted")
+    if settings.model == "scripted":
+        if script is None:
+            raise RuntimeError("NYLORUN_MODEL=scripted: this Agent has no script for the stand-in model")
+        return Scripted(script)
+    return Bedrock(settings.model, guardrail=settings.model_guardrail, prices=price_table(settings.model_prices))
+
+
+__all__ = [
+    "DEFAULT_MAX_MODEL_CALLS",
+    "DEFAULT_PRICES",
+    "Bedrock",
+    "Model",
+    "Price",
+    "Script",
+    "Scripted",
+    "Tool",
+    "conversation",
+    "converse",
+    "model_from_settings",
+    "price_table",
+    "tool",
+]
