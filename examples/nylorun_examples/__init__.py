@@ -1,5 +1,7 @@
 """Example Agents, not part of the Runtime: `echo`, `tck` (the A2A TCK's scenarios), `support` (every
-profile feature) and `orders` (a table component).
+profile feature) and `orders` (a table component); and `assistant` (nylorun.models, a model-backed Agent), not in
+AGENTS: it needs a model, so it is served only where one is configured (`nylorun serve --model scripted` names
+`nylorun_examples.assistant:agent`).
 
 They are served only when named: `nylorun serve` names them by default (NYLORUN_AGENTS="nylorun_examples:AGENTS"),
 a deployment when its `ExampleAgents` parameter is "true" (which also attaches ExamplesLayer, this package in

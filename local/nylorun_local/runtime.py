@@ -33,6 +33,7 @@ LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 PUSH_ENVIRONMENTS = int(os.environ.get("NYLORUN_LOCAL_PUSH_ENVIRONMENTS", "4"))
 # The example Agents (echo, tck, support), served locally unless LocalOptions.examples is False.
 EXAMPLE_AGENTS = "nylorun_examples:AGENTS"
+ASSISTANT_AGENT = "nylorun_examples.assistant:agent"  # the model-backed example: served only with a model
 # NYLORUN_AGENTS as the process got it, before a LocalRuntime set it: a local Runtime serves those Agents too.
 _CALLER_AGENTS = os.environ.get("NYLORUN_AGENTS", "")
 
@@ -48,6 +49,9 @@ class LocalOptions:
     a2a_wait_ms: int | None = None
     examples: bool = True  # serve the example Agents (EXAMPLE_AGENTS) beside your own
     agents: str | None = None  # your own Agents, "module:attribute,…"; None: those in $NYLORUN_AGENTS
+    # The model model-backed Agents call (NYLORUN_MODEL). Locally only "scripted", the stand-in (no AWS here); with
+    # the examples it also serves `assistant` (ASSISTANT_AGENT).
+    model: str | None = None
     interaction_timeout_seconds: int | None = None
     # Issue 16: how long a lost outcome waits for an operator (None: $NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS, else 24 h).
     uncertainty_timeout_seconds: int | None = None
@@ -116,7 +120,8 @@ class LocalRuntime:
             "NYLORUN_KMS_KEY": self.stack.kms_key_arn,
             "NYLORUN_FETCH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "NYLORUN_DISPATCH_RETRY_SECONDS": os.environ.get("NYLORUN_DISPATCH_RETRY_SECONDS", "2"),
-            "NYLORUN_AGENTS": agent_refs(opts.examples, opts.agents),
+            "NYLORUN_AGENTS": agent_refs(opts.examples, opts.agents, model=bool(opts.model)),
+            "NYLORUN_MODEL": opts.model or "",
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
@@ -247,11 +252,12 @@ def write_state_file(port: int, endpoint: str, env: dict[str, str]) -> Path:
     return path
 
 
-def agent_refs(examples: bool, own: str | None = None) -> str:
-    """NYLORUN_AGENTS for a local Runtime: the examples (unless left out), then the caller's own (`own`, else
-    $NYLORUN_AGENTS as the process got it)."""
+def agent_refs(examples: bool, own: str | None = None, *, model: bool = False) -> str:
+    """NYLORUN_AGENTS for a local Runtime: the examples (unless left out; `assistant` among them only with a
+    model), then the caller's own (`own`, else $NYLORUN_AGENTS as the process got it)."""
     own = _CALLER_AGENTS if own is None else own
-    refs = ([EXAMPLE_AGENTS] if examples else []) + [r.strip() for r in own.split(",") if r.strip()]
+    examples_served = [EXAMPLE_AGENTS, *([ASSISTANT_AGENT] if model else [])] if examples else []
+    refs = examples_served + [r.strip() for r in own.split(",") if r.strip()]
     return ",".join(dict.fromkeys(refs))
 
 

@@ -57,6 +57,7 @@ def _serve(args: argparse.Namespace) -> int:
                 a2a_wait_ms=args.wait_ms,
                 examples=not args.no_examples,
                 agents=args.agents,
+                model=args.model,
                 allowed_origins=args.allow_origin or [],
                 allow_remote_without_auth=args.allow_remote_without_auth,
             )
@@ -89,6 +90,8 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
         print(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and {yours}")
     else:
         print(f"  Agents: {yours} (--no-examples)")
+    if local.options.model:
+        print(f"  model: {local.options.model} (a stand-in that says so in its replies; no model is called locally)")
     for name in runtime.registry.names():
         print(f"  {name:<8} {local.agent_url(name)}/.well-known/agent-card.json")
     if not runtime.registry.names():
@@ -148,6 +151,12 @@ def add_serve_command(commands: Any) -> None:
         "--allow-remote-without-auth",
         action="store_true",
         help="allow --auth none with a --host other than loopback (anyone who reaches it calls as 'anonymous')",
+    )
+    serve.add_argument(
+        "--model",
+        choices=["scripted"],
+        default=None,
+        help="the model model-backed Agents call: locally only the scripted stand-in (also serves the `assistant` example)",
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")

@@ -27,10 +27,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
+from nylorun.domain.ids import derive_task_id
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
 from nylorun.observability import logger, metrics
-from nylorun.ports import TaskQuery, TaskRecord, TaskStore, TurnCanceled
+from nylorun.ports import TaskRecord, TaskStore, TurnCanceled
 from nylorun.profile.components import COMPONENTS, Component, InvalidComponent
 from nylorun.profile.extensions import (
     FILES,
@@ -128,12 +129,12 @@ class Turn:
         return list(self._record.history)
 
     def earlier_turns(self, limit: int = 10) -> list[Message]:
-        """The history of this context's `limit` latest ended tasks, oldest first: the conversation before this
-        turn (one turn at a time per context, so they ended before this one started and a rerun reads the same)."""
-        page = self._store.list_tasks(self._record.owner, TaskQuery(context_id=self.context_id, page_size=limit + 1))
-        ended = [t.task_id for t in page.tasks if t.task_id != self.task_id and t.state.terminal][:limit]
-        records = (self._store.get(task_id) for task_id in reversed(ended))  # listed newest first
-        return [m for record in records if record is not None for m in record.history]
+        """The history of this context's `limit` turns before this one, oldest first: the conversation so far (one
+        turn at a time per context, so they ended before this one started and a rerun reads the same). Read by
+        task id (Profile v2: made from the context and the turn), so the turn function needs no index."""
+        owner, turns = self._record.owner, range(self._record.turn - 1, max(0, self._record.turn - 1 - limit), -1)
+        records = [self._store.get(derive_task_id(owner, self.context_id, turn)) for turn in turns]
+        return [m for record in reversed(records) if record is not None and record.state.terminal for m in record.history]
 
     # ------------------------------------------------------------------ progress (caller-visible)
     def plan(self, *labels: str) -> None:

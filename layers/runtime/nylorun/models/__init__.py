@@ -14,12 +14,12 @@ from nylorun.models.loop import DEFAULT_MAX_MODEL_CALLS, conversation, converse
 from nylorun.models.prices import DEFAULT_PRICES, Price, price_table
 from nylorun.models.scripted import Script, Scripted
 from nylorun.models.tools import Tool, tool
-from nylorun.settings import Settings, get_settings
+from nylorun.settings import Settings
 
 
 def model_from_settings(script: Script | None = None, settings: Settings | None = None) -> Model:
     """The configured model (NYLORUN_MODEL): Bedrock, or with "scripted" the stand-in running `script`."""
-    settings = settings or get_settings()
+    settings = settings or Settings.from_env()  # read at each turn: the cached one may predate a local Runtime
     if not settings.model:
         raise RuntimeError("no model configured: set NYLORUN_MODEL (the template's ModelId) or serve --model scripted")
     if settings.model == "scripted":
