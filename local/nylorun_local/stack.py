@@ -187,7 +187,7 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
             Role=role,
             Handler=props["Handler"],
             Code={"ZipFile": _zip()},
-            Timeout=int(props.get("Timeout", 30)),
+            Timeout=template.timeout_seconds(logical_id),
         )
         names[logical_id] = name
 
@@ -237,7 +237,7 @@ def start_functions(stack: LocalStack) -> dict[str, ModuleType]:
     for logical_id, name in stack.function_names.items():
         module = load_handler(logical_id)
         attribute = template.properties(logical_id)["Handler"].split(".")[1]
-        register_handler(name, getattr(module, attribute), int(template.properties(logical_id).get("Timeout", 30)))
+        register_handler(name, getattr(module, attribute), template.timeout_seconds(logical_id))
         modules[logical_id] = module
     return modules
 

@@ -53,3 +53,12 @@ def properties(logical_id: str, path: Path = TEMPLATE) -> dict[str, Any]:
 
 def parameter_default(name: str, path: Path = TEMPLATE) -> Any:
     return load_template(path)["Parameters"][name].get("Default")
+
+
+def timeout_seconds(logical_id: str, path: Path = TEMPLATE) -> int:
+    """A function's Timeout (Globals' 30 when unset). A conditional one (TurnFunction's: 900 s with a ModelId, else
+    300) is taken at its longer branch: the local Runtime may serve a model-backed Agent (`--model scripted`)."""
+    value: Any = properties(logical_id, path).get("Timeout", 30)
+    if isinstance(value, dict) and "Fn::If" in value:
+        return max(int(branch) for branch in value["Fn::If"][1:])
+    return int(value)

@@ -66,6 +66,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure",  # next turn; resume / abandon
         "kms:Encrypt",  # seals the callback token it parks; opens nothing
         "secretsmanager:GetSecretValue",  # the Runtime key: the subject's keyed digest
+        # nylorun.models (models/bedrock.py): converse → InvokeModel on the ModelId; with a guardrail, ApplyGuardrail
+        "bedrock:InvokeModel", "bedrock:ApplyGuardrail",
     }),
     "DispatchFunctionRole": frozenset({
         "dynamodb:GetItem", "dynamodb:UpdateItem",  # the task and its context; claim_next's transaction
@@ -174,11 +176,43 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+# Issue 18: the Bedrock model the stack's ModelId parameter names is the one resource outside the stack a role may
+# reach: the model in this Region, or through a cross-Region inference profile, the profile here and the model in any
+# Region it routes to (its geography's: the docs' "each Region associated with it",
+# https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html); and the guardrail named by
+# ModelGuardrail. Nothing but those parameters' values may follow the resource type: no wildcard model.
+_MODEL_ARNS = (
+    re.compile(r"arn:\$\{AWS::Partition\}:bedrock:\$\{AWS::Region\}::foundation-model/\$\{ModelId\}"),
+    re.compile(r"arn:\$\{AWS::Partition\}:bedrock:\*::foundation-model/\$\{ModelId\}"),
+    re.compile(
+        r"arn:\$\{AWS::Partition\}:bedrock:\$\{AWS::Region\}:\$\{AWS::AccountId\}:inference-profile/"
+        r"\$\{ModelInferenceProfile\}\.\$\{ModelId\}"
+    ),
+)
+_GUARDRAIL_ARN = re.compile(r"arn:\$\{AWS::Partition\}:bedrock:\$\{AWS::Region\}:\$\{AWS::AccountId\}:guardrail/\$\{(\w+)\}")
+_GUARDRAIL_ID = {"Fn::Select": [0, {"Fn::Split": [":", {"Ref": "ModelGuardrail"}]}]}
+
+
+def _model_scoped(resource: Any) -> bool:
+    """A Sub naming the stack's chosen model (ModelId) or guardrail (ModelGuardrail's identifier), exactly."""
+    arg = resource.get("Fn::Sub") if isinstance(resource, dict) and set(resource) == {"Fn::Sub"} else None
+    text, local = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1]) if isinstance(arg, list) else (None, {})
+    if not isinstance(text, str):
+        return False
+    if any(pattern.fullmatch(text) for pattern in _MODEL_ARNS):
+        return True
+    guardrail = _GUARDRAIL_ARN.fullmatch(text)
+    return guardrail is not None and local.get(guardrail.group(1)) == _GUARDRAIL_ID
+
+
 def scope(resource: Any, resources: set[str]) -> str:
-    """"any" for "*", "stack" for an ARN of this stack's resources, else "foreign" (a literal ARN, a parameter,
-    a Sub that names nothing of the stack, a wildcard after the stack's part)."""
+    """"any" for "*", "stack" for an ARN of this stack's resources (or of the model and guardrail its parameters
+    choose), else "foreign" (a literal ARN, another parameter, a Sub that names nothing of the stack, a wildcard
+    after the stack's part)."""
     if resource == "*":
         return "any"
+    if _model_scoped(resource):
+        return "stack"
     if isinstance(resource, dict) and len(resource) == 1:
         (fn, arg), = resource.items()
         if fn == "Ref":
@@ -201,7 +235,8 @@ def scope(resource: Any, resources: set[str]) -> str:
                 return "foreign"
             return "stack"
         if fn == "Fn::If":
-            branches = [scope(b, resources) for b in arg[1:] if b != {"Ref": "AWS::NoValue"}]
+            # A branch may be a list of resources (Resource: !If [cond, [a, b], [c]]): each must be scoped.
+            branches = [scope(r, resources) for b in arg[1:] if b != {"Ref": "AWS::NoValue"} for r in _as_list(b)]
             return "stack" if branches and all(b == "stack" for b in branches) else "foreign"
         if fn == "Fn::Join":
             return scope({"Fn::Sub": "".join(p if isinstance(p, str) else "${X}" for p in arg[1])}, resources)
@@ -259,6 +294,28 @@ def agent_parameter_problems(tpl: dict[str, Any]) -> list[str]:
     return problems
 
 
+def model_parameter_problems(tpl: dict[str, Any]) -> list[str]:
+    """ModelId and ModelGuardrail, where the template has them: the grants name their values, so neither may be a
+    wildcard (IAM reads "*" and "?" in a resource ARN as wildcards) nor reach past the resource's id."""
+    samples = {
+        "ModelId": {
+            "": True, "amazon.nova-lite-v1:0": True, "anthropic.claude-3-5-haiku-20241022-v1:0": True,
+            "*": False, "amazon.*": False, "amazon.nova-lite-v1:?": False, "amazon.nova/x": False,
+        },
+        "ModelGuardrail": {"": True, "abc123def456:1": True, "abc123def456:DRAFT": True, "*": False, "*:1": False},
+    }  # fmt: skip
+    problems = []
+    for name, cases in samples.items():
+        parameter = tpl.get("Parameters", {}).get(name)
+        if parameter is None:
+            continue
+        pattern = str(parameter.get("AllowedPattern", ".*"))
+        wrong = [value for value, allowed in cases.items() if bool(re.fullmatch(pattern, value)) != allowed]
+        if wrong:
+            problems.append(f"{name}: AllowedPattern {pattern!r} is wrong about {wrong}")
+    return problems
+
+
 def statement_problems(statement: dict[str, Any], resources: set[str], where: str) -> list[str]:
     if statement.get("Effect") != "Allow":
         return []  # a Deny narrows; it never grants
@@ -277,11 +334,20 @@ def statement_problems(statement: dict[str, Any], resources: set[str], where: st
     return problems
 
 
-def _statements(document: Any) -> Iterator[dict[str, Any]]:
+def statements(document: Any) -> Iterator[dict[str, Any]]:
     if isinstance(document, dict):
         for statement in _as_list(document.get("Statement", [])):
-            if isinstance(statement, dict):
-                yield statement
+            yield from _branches(statement)
+
+
+def _branches(statement: Any) -> Iterator[dict[str, Any]]:
+    """A statement, or each statement a conditional one (!If [cond, statement, AWS::NoValue]) may be."""
+    if isinstance(statement, dict) and set(statement) == {"Fn::If"}:
+        for branch in statement["Fn::If"][1:]:
+            if branch != {"Ref": "AWS::NoValue"}:
+                yield from _branches(branch)
+    elif isinstance(statement, dict):
+        yield statement
 
 
 def policies_problems(policies: Any, resources: set[str], where: str) -> list[str]:
@@ -293,7 +359,7 @@ def policies_problems(policies: Any, resources: set[str], where: str) -> list[st
             if not (isinstance(policy, str) and policy in ALLOWED_MANAGED_POLICIES):  # a Ref or Sub is a dict
                 problems.append(f"{at}: managed policy {policy!r} (its grants are not this stack's to scope)")
         elif isinstance(policy, dict) and "Statement" in policy:
-            for n, statement in enumerate(_statements(policy)):
+            for n, statement in enumerate(statements(policy)):
                 problems += statement_problems(statement, resources, f"{at}.Statement[{n}]")
         elif isinstance(policy, dict) and len(policy) == 1:
             (name, args), = policy.items()
@@ -312,7 +378,7 @@ def template_problems(tpl: dict[str, Any]) -> list[str]:
     """Every IAM grant the template writes: SAM functions' and state machines' Policies (and Globals'), and the
     policy documents of IAM resources and resource policies."""
     resources = set(tpl.get("Resources", {}))
-    problems = agent_parameter_problems(tpl) + policies_problems(
+    problems = agent_parameter_problems(tpl) + model_parameter_problems(tpl) + policies_problems(
         tpl.get("Globals", {}).get("Function", {}).get("Policies"), resources, "Globals.Function"
     )
     for logical_id, res in tpl.get("Resources", {}).items():
@@ -326,7 +392,7 @@ def template_problems(tpl: dict[str, Any]) -> list[str]:
             else:
                 documents = [props.get("PolicyDocument")]
             for document in documents:
-                for n, statement in enumerate(_statements(document)):
+                for n, statement in enumerate(statements(document)):
                     problems += statement_problems(statement, resources, f"{logical_id}.Statement[{n}]")
     return problems
 
@@ -342,7 +408,7 @@ def transformed_problems(cfn: dict[str, Any]) -> list[str]:
         props = res.get("Properties") or {}
         problems += role_managed_problems(logical_id, props.get("ManagedPolicyArns", []))
         for policy in props.get("Policies", []):
-            for n, statement in enumerate(_statements(policy.get("PolicyDocument"))):
+            for n, statement in enumerate(statements(policy.get("PolicyDocument"))):
                 problems += statement_problems(statement, resources, f"{logical_id}.{policy.get('PolicyName')}[{n}]")
     return problems
 
@@ -372,14 +438,14 @@ def template_actions(tpl: dict[str, Any]) -> dict[str, set[str]]:
             actions = roles.setdefault(f"{logical_id}Role", set())
             for policy in _as_list(props.get("Policies") or []):
                 if isinstance(policy, dict) and "Statement" in policy:
-                    actions |= _granted(_statements(policy))
+                    actions |= _granted(statements(policy))
                 elif isinstance(policy, dict) and len(policy) == 1:
                     name = next(iter(policy))
                     actions |= set(POLICY_TEMPLATE_ACTIONS.get(name, {f"{name} (policy template)"}))
         elif kind == "AWS::IAM::Role":
             actions = roles.setdefault(logical_id, set())
             for policy in props.get("Policies", []):
-                actions |= _granted(_statements(policy.get("PolicyDocument")))
+                actions |= _granted(statements(policy.get("PolicyDocument")))
     return roles
 
 
@@ -393,6 +459,6 @@ def transformed_action_problems(cfn: dict[str, Any]) -> list[str]:
     for logical_id, res in cfn["Resources"].items():
         if res.get("Type") == "AWS::IAM::Role":
             policies = (res.get("Properties") or {}).get("Policies", [])
-            granted = {a for p in policies for a in _granted(_statements(p.get("PolicyDocument")))}
+            granted = {a for p in policies for a in _granted(statements(p.get("PolicyDocument")))}
             problems += action_problems(logical_id, granted)
     return problems

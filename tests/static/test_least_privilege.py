@@ -12,6 +12,7 @@ import pytest
 from iam_policy import (
     ALLOWED_ACTIONS,
     STAR_ONLY_ACTIONS,
+    statements,
     template_action_problems,
     template_actions,
     template_problems,
@@ -74,6 +75,21 @@ def _turn_role_arns(tpl: dict[str, Any], edit: Any) -> dict[str, Any]:
 
 
 ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
+
+
+def _turn_grant(action: str, sub: Any) -> Any:
+    """An edit adding to the turn role an Allow of `action` on the resource `!Sub sub`."""
+    return lambda t: _statement(t, "TurnFunctionRole", {"Effect": "Allow", "Action": action, "Resource": {"Fn::Sub": sub}})
+
+
+def _model_grant(tpl: dict[str, Any]) -> dict[str, Any]:
+    """The turn role's conditional bedrock:InvokeModel statement, as the template writes it (!If [HasModel, …])."""
+    for policy in tpl["Resources"]["TurnFunctionRole"]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            granted = statement.get("Fn::If", [None, {}])[1]
+            if "bedrock:InvokeModel" in granted.get("Action", []):
+                return granted  # type: ignore[no-any-return]
+    raise AssertionError("no model grant")
 
 
 def _joined(arns: Any) -> list[Any]:
@@ -166,6 +182,31 @@ BROKEN: dict[str, tuple[Any, str]] = {
         lambda t: t["Resources"]["ApiFunction"]["Properties"]["Policies"].append({"Ref": "AgentPolicyArns"}) or t,
         "managed policy {'Ref': 'AgentPolicyArns'} (its grants",  # ApiFunction.Policies[n], n the appended one's
     ),
+    # Issue 18: the model and guardrail the parameters choose, and nothing wider.
+    "any model in the Region": (
+        _turn_grant("bedrock:InvokeModel", "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*"),
+        "is not one of the stack's own resources",
+    ),
+    "any profile's model in any Region": (
+        _turn_grant("bedrock:InvokeModel", "arn:${AWS::Partition}:bedrock:*::foundation-model/${ModelInferenceProfile}"),
+        "is not one of the stack's own resources",
+    ),
+    "a guardrail named by another parameter": (
+        _turn_grant(
+            "bedrock:ApplyGuardrail",
+            ["arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/${G}", {"G": {"Ref": "Agents"}}],
+        ),
+        "is not one of the stack's own resources",
+    ),
+    "the template's own model grant widened to any model": (
+        lambda t: _model_grant(t).update(Resource={"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/*"})
+        or t,
+        "is not one of the stack's own resources",
+    ),
+    "ModelId allowing a wildcard": (
+        lambda t: t["Parameters"]["ModelId"].update(AllowedPattern="^[a-z0-9.*:-]*$") or t,
+        "ModelId: AllowedPattern '^[a-z0-9.*:-]*$' is wrong about ['*', 'amazon.*']",
+    ),
     "AgentPolicyArns allowing any ARN": (
         lambda t: t["Parameters"]["AgentPolicyArns"].update(AllowedPattern="^.*$") or t,
         "AgentPolicyArns: AllowedPattern '^.*$' is wrong about ['*',",
@@ -228,7 +269,7 @@ def test_the_turn_reaches_only_the_items_a_turn_touches() -> None:
 def _turn_statement(tpl: dict[str, Any], action: str) -> dict[str, Any]:
     """The turn role's statement that grants `action`."""
     for policy in tpl["Resources"]["TurnFunctionRole"]["Properties"]["Policies"]:
-        for statement in policy["PolicyDocument"]["Statement"]:
+        for statement in statements(policy["PolicyDocument"]):
             if action in statement["Action"]:
                 return statement  # type: ignore[no-any-return]
     raise AssertionError(action)
@@ -294,7 +335,7 @@ def _kms_grants(tpl: dict[str, Any]) -> set[tuple[str, str, str]]:
     for logical_id, res in tpl["Resources"].items():
         for policy in (res.get("Properties") or {}).get("Policies", []) or []:
             document = policy.get("PolicyDocument", policy) if isinstance(policy, dict) else {}
-            for statement in document.get("Statement", []):
+            for statement in statements(document):  # a conditional statement's every branch too
                 for action in [a for a in statement["Action"] if str(a).startswith("kms:")]:
                     purpose = statement["Condition"]["StringEquals"]["kms:EncryptionContext:nylorun:purpose"]
                     grants.add((logical_id, action, purpose))
