@@ -14,7 +14,9 @@ and pushes alike, and they carry no profile data.
 from __future__ import annotations
 
 import base64
+import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -216,3 +218,52 @@ def test_only_activated_extension_data_reaches_a_caller(
     for uri, where in ((INTERACTIONS, "question"), (PROGRESS, "connection"), (TELEMETRY, "approval")):
         if activated == [uri]:
             assert uri in observer.seen[where]["result"]["task"]["status"]["message"]["extensions"]
+
+
+# Issue 18: a model-backed Agent's tool loop (nylorun.models) stays in its journal. The `assistant` example on the
+# scripted stand-in (NYLORUN_MODEL=scripted, read at each turn): what a caller may read is the model's words and the
+# approval prompt its author wrote; never a tool's name, its arguments' JSON, its result, or a Converse block.
+TOOL_LOOP = ("find_order", "refund_order", "toolUse", "toolResult", "toolUseId", "order_id", "idempotency",
+             "refundId", "Espresso machine\", ", "inputSchema")
+
+
+@pytest.fixture(scope="module")
+def assistant_url(local_runtime: LocalRuntime) -> Iterator[str]:
+    from nylorun_examples.assistant import agent
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NYLORUN_MODEL", "scripted")
+        local_runtime.add_agent(agent)
+        yield local_runtime.agent_url("assistant")
+
+
+@pytest.mark.parametrize("activated", [[], list(PROFILE)], ids=["none", "all"])
+def test_a_model_backed_agents_tool_loop_never_reaches_a_caller(
+    local_runtime: LocalRuntime, assistant_url: str, activated: list[str]
+) -> None:
+    receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
+    try:
+        # Given a caller who asks the assistant for a refund, and approves it
+        observer = Observer(assistant_url, activated, receiver.url)
+        task = observer.send("refund", user_message("Please refund A-1001"))
+        assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+        approved = answer(task["id"], "ok", interactionId=observer.interaction(task["id"]), approved=True)
+        task = observer.send("approved", approved)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        observer.reads("completed", task)
+        deadline = time.monotonic() + 30
+        bodies: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not any(
+            b.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED" for b in bodies
+        ):
+            time.sleep(0.1)
+            bodies = [r["body"] for r in list(receiver.requests)
+                      if next(iter(r["body"].values())).get("taskId") == task["id"]]
+    finally:
+        receiver.close()
+    # When everything the caller got is read: every answer, GetTask with history, ListTasks, every push body
+    seen = json.dumps({**observer.seen, "pushes": bodies})
+    # Then the model's answer and the author's prompt are there, and nothing of the tool loop is
+    assert "is refunded: 249.00 EUR" in seen and "Refund order A-1001 in full?" in seen
+    assert bodies, "no push arrived"
+    assert [marker for marker in TOOL_LOOP if marker in seen] == []
