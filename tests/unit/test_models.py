@@ -15,14 +15,18 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from nylorun.adapters.dynamodb import decode_change
 from nylorun.engine.turn import Turn
-from nylorun.models import Bedrock, Price, converse, tool
+from nylorun.events import TURN_USAGE
+from nylorun.models import Bedrock, Price, Tool, ask_connection, ask_person, converse, keep_plan, tool
 from nylorun.models.loop import DENIED, MODEL_EFFECT
 from nylorun.ports import NewTurn
-from nylorun.profile.extensions import EFFECTS, TELEMETRY
-from nylorun.protocol.models import GetTaskRequest, TaskState
+from nylorun.profile.extensions import EFFECTS, PROGRESS, TELEMETRY
+from nylorun.protocol.models import GetTaskRequest, TaskState, TaskStatus
+from nylorun.service.publish import EventPublisher
 from nylorun.settings import Settings
 from pydantic_core import to_jsonable_python
+from test_stream_events import Bus, stream_record
 from unit_support import (
     CORE,
     OWNER,
@@ -119,10 +123,12 @@ def assistant_of(response: dict[str, Any]) -> dict[str, Any]:
 USER = {"role": "user", "content": [{"text": "Refund order A-1001"}]}
 
 
-def model_agent(client: Any, orders: Orders, sleeps: list[float] | None = None, **options: Any) -> Runtime:
+def model_agent(
+    client: Any, orders: Orders, sleeps: list[float] | None = None, builtins: tuple[Tool, ...] = (), **options: Any
+) -> Runtime:
     def run(turn: Turn) -> None:
         model = Bedrock(MODEL_ID, client=client, prices=PRICES, sleep=(sleeps if sleeps is not None else []).append)
-        turn.reply(converse(turn, model, system=SYSTEM, tools=orders.tools(), **options))
+        turn.reply(converse(turn, model, system=SYSTEM, tools=[*orders.tools(), *builtins], **options))
 
     return runtime(agent_of(run))
 
@@ -394,3 +400,151 @@ def test_the_scripted_stand_in_is_refused_on_lambda() -> None:
     with pytest.raises(ValueError, match="NYLORUN_MODEL=scripted is refused"):
         Settings(lambda_function_name="turn", runtime_key="k", model="scripted")
     assert Settings(lambda_function_name="turn", runtime_key="k", model=MODEL_ID).model == MODEL_ID
+
+
+# ---------------------------------------------------------------- built-in tools (issue 18 item 2)
+BUILTIN_NAMES = ("ask_person", "ask_connection", "set_plan", "mark_step", "toolUse", "toolResult", "Let me call")
+
+
+def hidden_from_callers(rt: Runtime, task_id: str, writes: list[str]) -> None:
+    """Profile v2: no built-in's name, nor any Converse block, in what a caller reads or the Runtime wrote for one."""
+    for view in [json.dumps(get(rt, task_id, caller)) for caller in (TYPED, CORE)] + writes:
+        for secret in BUILTIN_NAMES:
+            assert secret not in view, (secret, view)
+
+
+def test_the_model_asks_the_person_and_reads_the_answer_as_the_tools_result(bedrock: Any) -> None:
+    client, stubber, calls = bedrock
+    # Given a model that asks the person which order they mean (the built-in enabled by the author)
+    ask = tool_use("t1", "ask_person", {"question": "Which order: A-1001 or A-1002?"})
+    stubber.add_response("converse", ask, expected(USER))
+    rt = model_agent(client, Orders(), builtins=(ask_person,))
+    writes = shown(rt)
+    task = rt.send("Refund order A-1001")
+    # Then the turn waits for the person, who reads the model's question as it wrote it
+    assert state(task) == TaskState.INPUT_REQUIRED
+    assert open_interaction(task)["kind"] == "question" and status_text(task) == "Which order: A-1001 or A-1002?"
+    # When the person answers
+    stubber.add_response("converse", final("A-1002 it is."),
+                         expected(USER, assistant_of(ask), result_of("t1", {"json": {"answer": "A-1002"}})))
+    done = rt.send(**answer(task, value="A-1002"))
+    # Then the model read the answer as the tool's result and answered; its first call was replayed, not made again
+    assert state(done) == TaskState.COMPLETED and status_text(done) == "A-1002 it is."
+    assert len(calls) == 2
+    stubber.assert_no_pending_responses()
+    hidden_from_callers(rt, task["id"], writes)
+
+
+def test_the_model_keeps_a_plan_the_caller_sees_as_progress_steps(bedrock: Any) -> None:
+    client, stubber, _ = bedrock
+    # Given a model that sets a plan, marks its first step done, then answers
+    stubber.add_response("converse", tool_use("t1", "set_plan", {"steps": ["Find the order", "Refund it"]}), None)
+    stubber.add_response("converse", tool_use("t2", "mark_step", {"step": "Find the order", "state": "done"}), None)
+    stubber.add_response("converse", tool_use("t3", "mark_step", {"step": "Nope", "state": "done"}), None)
+    stubber.add_response("converse", final("Found it."), None)
+    rt = model_agent(client, Orders(), builtins=keep_plan)
+    statuses: list[TaskStatus] = []
+    set_status = rt.store.set_status
+    rt.store.set_status = lambda task_id, status, **kw: statuses.append(status) or set_status(task_id, status, **kw)  # type: ignore[method-assign]
+    writes = shown(rt)
+    # When the turn runs
+    task = rt.send("Where is A-1001?")
+    # Then callers saw the plan, then its first step done (kept on the final status), under progress/v1; the
+    # unknown label changed nothing
+    plans = [s.message.metadata[PROGRESS]["steps"] for s in statuses if s.message and PROGRESS in (s.message.metadata or {})]
+    marked = [{"label": "Find the order", "state": "done"}, {"label": "Refund it", "state": "pending"}]
+    assert plans == [[{"label": "Find the order", "state": "pending"}, {"label": "Refund it", "state": "pending"}], marked, marked]
+    assert state(task) == TaskState.COMPLETED and status_text(task) == "Found it."
+    hidden_from_callers(rt, task["id"], writes)
+
+
+def test_the_model_asks_for_a_connection_the_author_named(bedrock: Any) -> None:
+    client, stubber, calls = bedrock
+    # Given a model that first asks for an account the author did not name, then for the one it did
+    stubber.add_response("converse", tool_use("t1", "ask_connection", {"connection": "bank", "reason": "x"}), None)
+    ask = tool_use("t2", "ask_connection", {"connection": "payments", "reason": "I need your payments account to refund."})
+    stubber.add_response("converse", ask, None)
+    rt = model_agent(client, Orders(), builtins=(ask_connection("payments"),))
+    writes = shown(rt)
+    task = rt.send("Refund order A-1001")
+    # Then the first was refused to the model (not asked), the second asked: AUTH_REQUIRED, kind connection
+    assert "Invalid arguments" in calls[1]["messages"][-1]["content"][0]["toolResult"]["content"][0]["text"]
+    asked = open_interaction(task)
+    assert state(task) == TaskState.AUTH_REQUIRED and asked["kind"] == "connection"
+    assert (asked["prompt"], asked["detail"]) == ("I need your payments account to refund.", {"connection": "payments"})
+    # When the person connects, Then the model reads that it is connected
+    stubber.add_response("converse", final("Connected, refunding now."), None)
+    done = rt.send(**answer(task, approved=True))
+    assert calls[2]["messages"][-1] == result_of("t2", {"json": {"connected": True}})
+    assert status_text(done) == "Connected, refunding now." and len(calls) == 3
+    hidden_from_callers(rt, task["id"], writes)
+
+
+@pytest.mark.parametrize(
+    ("builtin", "use", "reply"),
+    [
+        (ask_person, {"question": "Which order?"}, {"value": "A-1001"}),
+        (ask_connection("payments"), {"connection": "payments", "reason": "To refund."}, {"approved": True}),
+        (keep_plan[0], {"steps": ["Refund it"]}, None),
+    ],
+    ids=["question", "connection", "plan"],
+)
+def test_a_crash_after_a_builtin_replays_it_without_calling_the_model_again(
+    bedrock: Any, builtin: Tool, use: dict[str, Any], reply: dict[str, Any] | None
+) -> None:
+    client, stubber, calls = bedrock
+    stubber.add_response("converse", tool_use("t1", builtin.name, use), None)
+    stubber.add_response("converse", final("Done."), None)
+    rt = model_agent(client, Orders(), builtins=(builtin,))
+    # Given a run that dies right after the model's answer to the built-in's result was journaled
+    finish, models = rt.store.journal_finish, []
+
+    def dies_once(task: str, seq: int, result: Any) -> None:
+        finish(task, seq, result)
+        if rt.store.journal(task)[seq].name == MODEL_EFFECT:
+            models.append(seq)
+            if len(models) == 2:
+                raise Crash()
+
+    rt.store.journal_finish = dies_once  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        if reply is None:
+            run(rt, task_id := new_task(rt))
+        else:  # the built-in asked: the person's answer runs the turn on
+            asked = rt.send("Refund order A-1001")
+            task_id = asked["id"]
+            rt.send(**answer(asked, **reply))
+    assert len(calls) == 2
+    # When Step Functions runs the turn again
+    run(rt, task_id)
+    # Then the built-in's answer and both model calls were replayed: no model call, no new question
+    assert len(calls) == 2 and status_text(get(rt, task_id)) == "Done."
+
+
+def test_the_turn_usage_event_carries_the_loops_totals(bedrock: Any) -> None:
+    client, stubber, _ = bedrock
+    # Given a loop of two model calls (100+20, then 200+30 tokens) on a store whose writes a table stream shows
+    stubber.add_response("converse", tool_use("t1", "find_order", {"order_id": "A-1001"}, (100, 20)), None)
+    stubber.add_response("converse", final("It ships today.", (200, 30)), None)
+    rt = model_agent(client, Orders())
+    records: list[dict[str, Any]] = []
+    set_status = rt.store.set_status
+
+    def streamed(task_id: str, status: Any, **kwargs: Any) -> Any:
+        before = rt.store.head(task_id)
+        written = set_status(task_id, status, **kwargs)
+        records.append(stream_record({**(rt.store.head(task_id) or {}), "PK": f"TASK#{task_id}", "SK": "TASK"},
+                                     {**(before or {}), "PK": f"TASK#{task_id}", "SK": "TASK"}))
+        return written
+
+    rt.store.set_status = streamed  # type: ignore[method-assign]
+    rt.send("Where is A-1001?")
+    # When the publish function reads the table's stream
+    bus = Bus()
+    publisher = EventPublisher(rt.store, bus, decode_change)
+    for record in records:
+        publisher.publish_record(record)
+    # Then one Turn Usage event carries both calls' tokens and their cost at the table's prices
+    [usage] = [e.detail for e in bus.events if e.detail_type == TURN_USAGE]
+    assert usage["tokens"] == 350 and usage["costUsd"] == pytest.approx((300 * 0.06 + 50 * 0.24) / 1e6)
+    assert usage["state"] == "TASK_STATE_COMPLETED"

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from nylorun.models.bedrock import Bedrock, Model
+from nylorun.models.builtins import ask_connection, ask_person, keep_plan
 from nylorun.models.loop import DEFAULT_MAX_MODEL_CALLS, conversation, converse
 from nylorun.models.prices import DEFAULT_PRICES, Price, price_table
 from nylorun.models.scripted import Script, Scripted
@@ -38,8 +39,11 @@ __all__ = [
     "Script",
     "Scripted",
     "Tool",
+    "ask_connection",
+    "ask_person",
     "conversation",
     "converse",
+    "keep_plan",
     "model_from_settings",
     "price_table",
     "tool",

@@ -95,6 +95,8 @@ def _run_tool(turn: Turn, tools: dict[str, Tool], use: dict[str, Any]) -> dict[s
     except ValidationError as invalid:
         return _result(use, f"Invalid arguments: {invalid.errors(include_url=False, include_context=False)}")
     arguments = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+    if tool.on_turn:
+        return _result(use, tool.fn(turn, **arguments))
     if tool.needs_approval:
         prompt, detail = tool.approval(arguments)
         if not turn.approval(prompt, detail):

@@ -41,6 +41,9 @@ class Tool:
     detail: Callable[..., dict[str, Any]] | None = None
     idempotent: bool = False
     reconcile: Callable[[str], Any] | None = None
+    # A built-in (nylorun.models.builtins): `fn(turn, **arguments)` makes one turn operation (question,
+    # connection, plan), which journals itself, so it runs as it is, not as an effect.
+    on_turn: bool = False
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -66,6 +69,7 @@ def _make(
     detail: Callable[..., dict[str, Any]] | None = None,
     idempotent: bool = False,
     reconcile: Callable[[str], Any] | None = None,
+    on_turn: bool = False,
 ) -> Tool:
     name = name or fn.__name__
     if not _NAME.match(name):
@@ -73,7 +77,8 @@ def _make(
     if needs_approval and prompt is None:
         raise ValueError(f"tool {name!r} needs approval: give the prompt a person reads (prompt=...)")
     fields: dict[str, Any] = {}
-    for parameter in inspect.signature(fn).parameters.values():
+    parameters = list(inspect.signature(fn, eval_str=True).parameters.values())
+    for parameter in parameters[1:] if on_turn else parameters:  # a built-in's first parameter is the turn
         if parameter.name == KEY_PARAMETER:
             continue
         if parameter.annotation is inspect.Parameter.empty:
@@ -82,7 +87,7 @@ def _make(
         fields[parameter.name] = (parameter.annotation, default)
     arguments = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     description = inspect.cleandoc(fn.__doc__ or "").split("\n\n", 1)[0] or name
-    return Tool(fn, name, description, arguments, needs_approval, prompt, detail, idempotent, reconcile)
+    return Tool(fn, name, description, arguments, needs_approval, prompt, detail, idempotent, reconcile, on_turn)
 
 
 class ToolOptions(TypedDict, total=False):
