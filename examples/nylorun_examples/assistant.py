@@ -1,6 +1,7 @@
 """`assistant`: a model-backed Agent (nylorun.models; README "A model-backed Agent" shows this file's code).
 
-It answers questions about orders with a lookup tool and refunds one with an approval-gated tool. The model is
+It answers questions about orders with a lookup tool and refunds one with an approval-gated tool; it may ask the
+person which order they mean (the built-in `ask_person`). The model is
 the one configured (NYLORUN_MODEL): a Bedrock model id when deployed; locally only the scripted stand-in chosen
 explicitly with `nylorun serve --model scripted`, which plays `assistant_script` and says so in its replies.
 Served when configured: `nylorun serve --model scripted` names it; deployed, name `nylorun_examples.assistant:agent`
@@ -10,7 +11,7 @@ in the Agents parameter beside a ModelId.
 from typing import Any
 
 from nylorun.engine import Agent, Skill, Turn
-from nylorun.models import converse, model_from_settings, tool
+from nylorun.models import ask_person, converse, model_from_settings, tool
 
 from nylorun_examples.assistant_script import assistant_script
 from nylorun_examples.support import ORDERS, issue_refund
@@ -35,4 +36,4 @@ def refund_order(order_id: str, idempotency_key: str) -> dict[str, Any]:
 @agent.turn
 def run(turn: Turn) -> None:
     model = model_from_settings(script=assistant_script)  # NYLORUN_MODEL: a Bedrock model id, or "scripted"
-    turn.reply(converse(turn, model, system="You answer questions about orders.", tools=[find_order, refund_order]))
+    turn.reply(converse(turn, model, system="You help with orders.", tools=[find_order, refund_order, ask_person]))

@@ -1,7 +1,8 @@
 """What the scripted stand-in model does for `assistant` (nylorun.models.scripted): a fixed script, not a model.
 
-From the person's latest words and the tool results since: look the order up, refund it when asked (the refund
-needs approval; a denial comes back as text), then answer from the results.
+From the person's latest words and the tool results since: ask which order when they name none (`ask_person`), look
+the order up, refund it when asked (the refund needs approval; a denial comes back as text), then answer from the
+results.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ ORDER_ID = re.compile(r"\b([A-Z]-\d{3,6})\b", re.IGNORECASE)
 
 
 def assistant_script(text: str, results: list[tuple[str, Any]]) -> list[ToolCall] | str:
-    found = ORDER_ID.search(text)
+    done = dict(results)  # the latest result of each tool
+    found = ORDER_ID.search(text) or ORDER_ID.search(str(done.get("ask_person", {}).get("answer", "")))
     if found is None:
-        return "Which order do you mean? Give me its id, for example A-1001."
+        return [("ask_person", {"question": "Which order do you mean? Give me its id, for example A-1001."})]
     order_id = found.group(1).upper()
-    done = dict(results)
     if "find_order" not in done:
         return [("find_order", {"order_id": order_id})]
     order = done["find_order"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,20 @@ def test_the_assistant_refunds_only_what_a_person_approves(approved: bool) -> No
         assert len(new) == 1 and status_text(done) == NOTICE + "Order A-1001 (Espresso machine) is refunded: 249.00 EUR."
     else:
         assert new == {} and status_text(done) == NOTICE + "I did not refund order A-1001: the refund was not approved."
+
+
+def test_the_assistant_asks_which_order_when_none_is_named() -> None:
+    rt = runtime(assistant.agent)
+    # Given a refund request that names no order: the model asks the person (the built-in ask_person)
+    task = rt.send("Please refund my order", caller=CALLER)
+    assert state(task) == TaskState.INPUT_REQUIRED
+    assert status_text(task) == "Which order do you mean? Give me its id, for example A-1001."
+    # When the person answers with an order id
+    asked = rt.send(caller=CALLER, **answer(task, value="a-1002"))
+    # Then the assistant goes on with that order: it asks to approve its refund, naming no tool
+    assert state(asked) == TaskState.AUTH_REQUIRED
+    assert open_interaction(asked)["prompt"] == "Refund order A-1002 in full?"
+    assert "ask_person" not in json.dumps(asked)
 
 
 def test_the_readme_example_is_the_assistants_code() -> None:
