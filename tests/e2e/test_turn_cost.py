@@ -13,6 +13,7 @@ low load), and stream reads by Lambda triggers are free.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -213,10 +214,10 @@ def meter(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     invocations: Counter[str] = Counter()
     durations: dict[str, list[float]] = defaultdict(list)
-    for name, handler in list(local_aws._handlers.items()):
+    for name, environments in list(local_aws._handlers.items()):
         component = name.rsplit("-", 1)[-1].removesuffix("Function").lower()
 
-        def counted(event: Any, context: Any, handler: Any = handler, component: str = component) -> Any:
+        def counted(event: Any, context: Any, handler: Any, component: str = component) -> Any:
             start = time.perf_counter()
             try:
                 return handler(event, context)
@@ -225,7 +226,10 @@ def meter(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Itera
                     invocations[component] += 1
                     durations[component].append(time.perf_counter() - start)
 
-        monkeypatch.setitem(local_aws._handlers, name, counted)
+        # One counted handler per execution environment (the push function has several).
+        monkeypatch.setitem(
+            local_aws._handlers, name, [functools.partial(counted, handler=handler) for handler in environments]
+        )
     yield meter, invocations, durations
 
 
