@@ -48,6 +48,9 @@ class _Poller(ABC):
         ]
         # Held for each poll: whoever holds them all keeps the function from being invoked by this poller meanwhile.
         self._polling = [threading.Lock() for _ in range(environments)]
+        # Set while the first environment finds work. The others poll only then (Lambda too scales out only with a
+        # backlog): woken by every write, idle extra environments would triple the local stack's polling.
+        self._busy = threading.Event()
 
     def start(self) -> Self:
         for thread in self._threads:
@@ -56,6 +59,7 @@ class _Poller(ABC):
 
     def stop(self) -> None:
         self._stop.set()
+        self._busy.set()  # the extra environments wake, see the stop, and end
         self._activity.bump()
         for thread in self._threads:
             thread.join(timeout=5)
@@ -82,12 +86,16 @@ class _Poller(ABC):
         watch_boto3_writes()
         backoff = Backoff(most=self._idle_max, activity=self._activity)
         while not self._stop.is_set():
+            if environment > 0 and not self._busy.wait(timeout=self._idle_max):
+                continue
             try:
                 with self._polling[environment]:
                     worked = self._poll_once(environment)
             except Exception:  # noqa: BLE001 - keep polling: a failure here must not silently stop delivery
                 logger.exception("poller for %s failed; retrying", self._function)
                 worked = False
+            if environment == 0:
+                (self._busy.set if worked else self._busy.clear)()
             if worked:
                 backoff.worked()
             else:

@@ -42,6 +42,9 @@ NOT_AN_EXPIRY = {
     "the removal of an artifact": lambda r: r["dynamodb"]["OldImage"].update(SK={"S": "ART#a1"}),
     "a task that never ended (no expiresAt)": lambda r: r["dynamodb"]["OldImage"].pop("expiresAt"),
     "a task removed before its expiry": lambda r: r["dynamodb"].update(ApproximateCreationDateTime=1803816000),
+    # An item the Runtime did not write (every task item names its task, owner and context): a record that raised
+    # here would be retried for good and hold up the stream behind it (CI met one, from a test's bare item).
+    "an expired TASK item that is not a task": lambda r: r["dynamodb"]["OldImage"].pop("taskId"),
 }
 
 

@@ -43,6 +43,10 @@ def decode_expiry(record: dict[str, Any]) -> ExpiredTask | None:
     removed_at = record.get("dynamodb", {}).get("ApproximateCreationDateTime") or time.time()
     if int(old["expiresAt"]) > float(removed_at):
         return None
+    if not {"taskId", "subject", "agent", "contextId"} <= old.keys():
+        # Not a task the Runtime wrote: nothing of ours hangs off it. Raising would fail the record, which is retried
+        # and holds up every record behind it on the stream's shard.
+        return None
     return ExpiredTask(
         task_id=str(old["taskId"]),
         owner=Owner(subject=str(old["subject"]), agent=str(old["agent"])),
