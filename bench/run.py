@@ -289,6 +289,11 @@ def _fairness(results: dict[str, Any]) -> list[str]:
             f"{fair['ratio']:.2f}x (runs {fair['under_load_ms']} / {fair['baseline_ms']})"
         ),
         f"   the {fair['configs']} deliveries took {fair['fan_out_delivered_seconds']} s",
+        *(
+            [(f"   of which its turn (send → COMPLETED written): {fair['under_load_turn_ms']} ms loaded, "
+             f"{fair['baseline_turn_ms']} ms alone; the rest is its push path")]
+            if "baseline_turn_ms" in fair else []
+        ),
     ]
 
 

@@ -9,6 +9,7 @@ Written for moto 5.2.5 (pinned); tests/integration/test_local_aws.py fails loudl
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import os
@@ -223,6 +224,24 @@ def patch_moto_dynamodb() -> None:
         from moto.sqs.models import SQSBackend
 
         original_receive = SQSBackend.receive_message
+        # moto also hands a FIFO queue's messages out strictly in the order they were sent, across message groups:
+        # a group whose message is handed back (a push fan-out step) keeps its early place and is taken again
+        # before any group that queued after it. SQS promises no order across groups; locally they take turns:
+        # a group waits in line from its first message, and each time it is served it goes to the back (stable
+        # sort, so a group's own messages keep their order).
+        group_turns: dict[str, dict[str, int]] = {}
+        turn_counter = itertools.count()
+
+        def rotate_groups(queue: Any) -> dict[str, int]:
+            previous = group_turns.get(queue.name, {})
+            turns = {}
+            for message in queue._messages:
+                group = message.group_id or ""
+                if group not in turns:
+                    turns[group] = previous[group] if group in previous else next(turn_counter)
+            group_turns[queue.name] = turns
+            queue._messages.sort(key=lambda message: turns[message.group_id or ""])
+            return turns
 
         def receive_message(
             self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
@@ -236,7 +255,10 @@ def patch_moto_dynamodb() -> None:
                     for message in list(queue.pending_messages):
                         if message.visible:
                             queue.pending_messages.remove(message)
+                    turns = rotate_groups(queue) if queue.fifo_queue else {}
                     received = original_receive(self, queue_name, count, 0, *args, **kwargs)
+                    for message in received if queue.fifo_queue else ():
+                        turns[message.group_id or ""] = next(turn_counter)
                 if received or time.monotonic() >= deadline:
                     return received
                 time.sleep(0.05)
