@@ -80,6 +80,11 @@ class LocalRuntime:
             options.push_secret = None
         elif not options.push_secret:
             options.push_secret = os.environ.get("NYLORUN_PUSH_SECRET") or _new_push_secret()
+        # Issue 19: the example `refunds` delegates to `support` as the subject agent:refunds, with a dev token of
+        # its own (in its environment, never printed with the callers' tokens).
+        self.agent_tokens: dict[str, str] = {}
+        if options.auth == "dev" and options.examples:
+            self.agent_tokens = {os.environ.get("NYLORUN_REFUNDS_TOKEN") or f"agent-{secrets.token_urlsafe(18)}": "agent:refunds"}
         # Issue 15: subjects are keyed with the Runtime's key; one per run (or the caller's), shared by every function.
         self.runtime_key = os.environ.get("NYLORUN_RUNTIME_KEY") or secrets.token_urlsafe(32)
         self.aws = LocalAws()
@@ -123,10 +128,15 @@ class LocalRuntime:
             "NYLORUN_AGENTS": agent_refs(opts.examples, opts.agents, model=bool(opts.model)),
             "NYLORUN_MODEL": opts.model or "",
             "NYLORUN_AUTH": opts.auth,
-            "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in opts.dev_tokens.items()),
+            "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in {**opts.dev_tokens, **self.agent_tokens}.items()),
+            **({"NYLORUN_REFUNDS_TOKEN": next(iter(self.agent_tokens))} if self.agent_tokens else {}),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
             "NYLORUN_ALLOWED_ORIGINS": ",".join(opts.allowed_origins),
             "NYLORUN_RUNTIME_KEY": self.runtime_key,
+            # Issue 19: delegates' callbacks reach this Runtime at its own address; a turn waiting for one looks
+            # every few seconds when none comes (deployed: DelegationPollSeconds, 5 minutes by default).
+            "NYLORUN_DELEGATION_CALLBACK_URL": self.base_url,
+            "NYLORUN_DELEGATION_POLL_SECONDS": os.environ.get("NYLORUN_DELEGATION_POLL_SECONDS", "5"),
             # Locally, push receivers on loopback are allowed (the TCK's receiver runs there).
             "NYLORUN_PUSH_HTTP_HOSTS": ",".join(LOOPBACK_HOSTS),
             "POWERTOOLS_SERVICE_NAME": "nylorun",

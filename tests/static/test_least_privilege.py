@@ -337,19 +337,23 @@ def _kms_grants(tpl: dict[str, Any]) -> set[tuple[str, str, str]]:
             document = policy.get("PolicyDocument", policy) if isinstance(policy, dict) else {}
             for statement in statements(document):  # a conditional statement's every branch too
                 for action in [a for a in statement["Action"] if str(a).startswith("kms:")]:
-                    purpose = statement["Condition"]["StringEquals"]["kms:EncryptionContext:nylorun:purpose"]
-                    grants.add((logical_id, action, purpose))
+                    purposes = statement["Condition"]["StringEquals"]["kms:EncryptionContext:nylorun:purpose"]
+                    for purpose in purposes if isinstance(purposes, list) else [purposes]:
+                        grants.add((logical_id, action, purpose))
     return grants
 
 
 def test_each_function_may_seal_or_open_only_its_own_kind_of_secret() -> None:
     # Given the template's KMS grants
     grants = _kms_grants(real_template())
-    # Then the api seals push credentials and opens callback tokens, the turn (Agents' code) only seals callback
-    # tokens, the push function only opens push credentials; nobody else touches the key
+    # Then the api seals push credentials and opens callback tokens and delegations (a delegate's callback keys, its
+    # credentials for a cancel), the turn (Agents' code) only seals callback tokens and delegations, the push
+    # function only opens push credentials; nobody else touches the key
     assert grants == {
         ("ApiFunction", "kms:Encrypt", "push-credential"),
         ("ApiFunction", "kms:Decrypt", "task-token"),
+        ("ApiFunction", "kms:Decrypt", "delegation"),
         ("TurnFunctionRole", "kms:Encrypt", "task-token"),
+        ("TurnFunctionRole", "kms:Encrypt", "delegation"),
         ("PushFunction", "kms:Decrypt", "push-credential"),
     }

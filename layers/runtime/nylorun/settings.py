@@ -127,6 +127,11 @@ class Settings(BaseModel):
     # it fails saying the outcome is unknown, and its context moves on (24 hours by default; template.yaml
     # UncertaintyTimeoutSeconds bounds the deployed value).
     uncertainty_timeout_seconds: int = Field(default=24 * 3600, ge=1)
+    # Issue 19: a turn waiting for a delegate's task looks at it (GetTask) this often when no callback wakes it
+    # sooner; the delegate gets `interaction_timeout_seconds` in all (then its task is canceled). The callback's
+    # base URL (this Runtime's public URL; deployed, PublicBaseUrl): unset, delegations only poll.
+    delegation_poll_seconds: int = Field(default=300, ge=1, le=24 * 3600)
+    delegation_callback_url: str | None = None
     # nylorun.models (README "A model-backed Agent"): the Bedrock model id (or inference profile id) model-backed
     # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
     # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
@@ -256,6 +261,8 @@ class Settings(BaseModel):
             "retention_days": "NYLORUN_RETENTION_DAYS",
             "retention_seconds": "NYLORUN_RETENTION_SECONDS",
             "uncertainty_timeout_seconds": "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS",
+            "delegation_poll_seconds": "NYLORUN_DELEGATION_POLL_SECONDS",
+            "delegation_callback_url": "NYLORUN_DELEGATION_CALLBACK_URL",
             "max_turns_per_context": "NYLORUN_MAX_TURNS_PER_CONTEXT",
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",

@@ -29,8 +29,11 @@ from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
 if TYPE_CHECKING:  # each imported where it is built: the api function builds none of them
+    from nylorun.adapters.a2a_client import A2aClient
     from nylorun.adapters.eventbridge import EventBridgeBus
+    from nylorun.engine.delegation import DelegationDeps
     from nylorun.engine.runner import TurnRunner
+    from nylorun.service.delegation import DelegationCallbacks
     from nylorun.service.operator import OperatorService
     from nylorun.service.publish import EventPublisher
     from nylorun.service.push import PushService
@@ -120,6 +123,7 @@ class Runtime:
             self.settings.state_machine_arn,
             self.settings.interaction_timeout_seconds,
             self.settings.uncertainty_timeout_seconds,
+            self.settings.delegation_poll_seconds,
         )
 
     @cached_property
@@ -153,7 +157,10 @@ class Runtime:
 
     @cached_property
     def service(self) -> A2AService:
-        return A2AService(self.store, self.orchestrator, self.registry, self.settings, self.scheduler, files=self.files)
+        return A2AService(
+            self.store, self.orchestrator, self.registry, self.settings, self.scheduler, files=self.files,
+            delegations=self.delegations,
+        )
 
     @cached_property
     def runner(self) -> TurnRunner:
@@ -161,8 +168,34 @@ class Runtime:
 
         return TurnRunner(
             self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files,
-            strict_components=self.settings.development,
+            strict_components=self.settings.development, delegation=self.delegation,
         )
+
+    @cached_property
+    def delegates(self) -> A2aClient:
+        """The A2A client delegations speak through (issue 19)."""
+        from nylorun.adapters.a2a_client import A2aClient
+
+        return A2aClient(timeout_seconds=self.settings.push_timeout_seconds)
+
+    @cached_property
+    def delegation(self) -> DelegationDeps:
+        from nylorun.engine.delegation import DelegationDeps
+
+        settings = self.settings
+        return DelegationDeps(
+            client=self.delegates,
+            sealer=self.sealer,
+            callback_base=settings.delegation_callback_url or settings.public_base_url,
+            timeout_seconds=settings.interaction_timeout_seconds,
+        )
+
+    @cached_property
+    def delegations(self) -> DelegationCallbacks:
+        """The delegates' callbacks and the cancel of a delegating task's delegates (issue 19)."""
+        from nylorun.service.delegation import DelegationCallbacks
+
+        return DelegationCallbacks(self.store, self.orchestrator, lambda: self.delegates, self.sealer)
 
     @cached_property
     def operators(self) -> OperatorService:
@@ -226,7 +259,8 @@ class Runtime:
         from nylorun.api.auth import Authenticator
 
         return create_app(
-            self.service, self.registry, self.settings, Authenticator(self.settings), signing=self.signing_keys
+            self.service, self.registry, self.settings, Authenticator(self.settings), signing=self.signing_keys,
+            delegations=self.delegations,
         )
 
 

@@ -681,7 +681,7 @@ class InMemoryOrchestrator:
             # The run failed (the runner handles the agent's own errors; this is the store's).
             runner.handle({"action": "fail", "taskId": task_id})
             return
-        if outcome["outcome"] == "interrupted":
+        if outcome["outcome"] in ("interrupted", "waiting"):  # waiting for a person, or for a delegate (issue 19)
             token = str(uuid.uuid4())
             with self._lock:
                 self._waiting[token] = task_id

@@ -24,12 +24,18 @@ def execution_name(task_id: str, attempt: int = 0) -> str:
 
 class StepFunctionsOrchestrator:
     def __init__(
-        self, client: Any, state_machine_arn: str, interaction_timeout_seconds: int, uncertainty_timeout_seconds: int
+        self,
+        client: Any,
+        state_machine_arn: str,
+        interaction_timeout_seconds: int,
+        uncertainty_timeout_seconds: int,
+        delegation_poll_seconds: int = 300,
     ) -> None:
         self._sfn = client
         self._arn = state_machine_arn
         self._timeout = interaction_timeout_seconds
         self._uncertainty_timeout = uncertainty_timeout_seconds
+        self._delegation_poll = delegation_poll_seconds
 
     def start(self, task_id: str, attempt: int = 0) -> None:
         execution = {
@@ -38,6 +44,8 @@ class StepFunctionsOrchestrator:
             "interactionTimeoutSeconds": self._timeout,
             # Issue 16: how long a lost outcome waits for an operator before the task fails (WaitForOperator).
             "uncertaintyTimeoutSeconds": self._uncertainty_timeout,
+            # Issue 19: how long a turn waiting for a delegate waits for its callback before it looks (WaitForDelegate).
+            "delegationPollSeconds": self._delegation_poll,
         }
         try:
             self._sfn.start_execution(

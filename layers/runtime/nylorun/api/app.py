@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.delegation import CALLBACK_PATH
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
 from nylorun.observability import count_rpc, logger
 from nylorun.profile.card import A2A_PATH, agent_url, build_card
@@ -53,6 +54,7 @@ from nylorun.protocol.models import (
     TaskIdRequest,
 )
 from nylorun.service.a2a import A2AService, Caller
+from nylorun.service.delegation import CallbackRefused, DelegationCallbacks
 from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
@@ -61,6 +63,9 @@ VERSION_HEADER = "A2A-Version"
 JSON_RPC_CONTENT = "application/json"
 # Issue 15: where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them).
 PUSH_SIGNING_PATH = "/v1/a2a/push-signing-secrets"
+# Issue 19: where delegates' push deliveries for this Runtime's delegations arrive (engine/delegation.py).
+DELEGATION_CALLBACK_PATH = CALLBACK_PATH
+CALLBACK_HEADERS = ("x-a2a-notification-token", "webhook-id", "webhook-timestamp", "webhook-signature")
 
 Handler = Callable[[A2AService, Caller, dict[str, Any]], Any]
 
@@ -113,6 +118,7 @@ def create_app(
     *,
     hop_to_thread: bool | None = None,
     signing: PushSigningKeys | None = None,
+    delegations: DelegationCallbacks | None = None,
 ) -> RuntimeApp:
     """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
     blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
@@ -173,6 +179,27 @@ def create_app(
         else:
             secrets = await run_in_threadpool(signing.for_subject, subject)  # Secrets Manager: a blocking call
         return JSONResponse({"secrets": secrets}, headers={"Cache-Control": "no-store"})
+
+    @app.post(DELEGATION_CALLBACK_PATH + "/{task_id}/{key}", response_model=None)
+    async def delegation_callback(request: Request, task_id: str, key: str) -> Response:
+        # Issue 19: a delegate's push delivery for a task this Runtime delegated. No bearer token (the delegate
+        # is the caller): the push config's token, the Standard Webhooks signature and the task are checked.
+        if delegations is None:
+            return JSONResponse({"error": "this Runtime delegates nothing"}, status_code=404)
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > settings.max_request_bytes:
+            return JSONResponse({"error": "too large"}, status_code=413)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > settings.max_request_bytes:
+                return JSONResponse({"error": "too large"}, status_code=413)
+        headers = {name: request.headers.get(name, "") for name in CALLBACK_HEADERS}
+        try:
+            await run_in_threadpool(delegations.receive, task_id[:64], key[:64], headers, body)
+        except CallbackRefused as refused:
+            return JSONResponse({"error": refused.reason}, status_code=refused.status)
+        return Response(status_code=204)
 
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]

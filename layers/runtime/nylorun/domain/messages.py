@@ -29,6 +29,9 @@ class Step(Protocol):
     def kind(self) -> str: ...
 
     @property
+    def name(self) -> str: ...
+
+    @property
     def finished(self) -> bool: ...
 
     @property
@@ -55,11 +58,16 @@ def current_trace_id(task_id: str) -> str:
     return f"1-{digest[:8]}-{digest[8:32]}"
 
 
+# Issue 19: a look at a delegate's task (engine/delegation.py) is journaled as an effect so a rerun reads what it
+# saw, but it is waiting, not a step: how many looks a delegation takes depends on timing, not on the work.
+DELEGATE_LOOK = "delegate:read"
+
+
 def totals(journal: Mapping[int, Step], trace_id: str) -> Telemetry:
     """telemetry/v1 totals from the journal, so a replayed turn never counts anything twice."""
     usage = [e.result or {} for e in journal.values() if e.kind == "usage"]
     return Telemetry(
-        steps=sum(1 for e in journal.values() if e.kind == "effect" and e.finished),
+        steps=sum(1 for e in journal.values() if e.kind == "effect" and e.finished and e.name != DELEGATE_LOOK),
         tokens=sum(int(u.get("tokens", 0)) for u in usage),
         cost_usd=round(sum(float(u.get("costUsd", 0.0)) for u in usage), 6),
         trace_id=trace_id,

@@ -1,6 +1,7 @@
 """The turn engine: the agent programming model (Agent, Turn) and durable replay."""
 
 from nylorun.engine.agent import Agent, AgentRegistry, Skill, load_registry
+from nylorun.engine.delegation import Delegated
 from nylorun.engine.turn import Turn, TurnFailed
 from nylorun.profile.components import Component, InvalidComponent, code_ref, register_component
 
@@ -8,6 +9,7 @@ __all__ = [
     "Agent",
     "AgentRegistry",
     "Component",
+    "Delegated",
     "InvalidComponent",
     "Skill",
     "Turn",

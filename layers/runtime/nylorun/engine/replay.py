@@ -9,6 +9,8 @@ the next position (`seq`) in the turn's journal:
   result); the turn stops with `OutcomeLost` and the task stays WORKING with `effects/v1` `uncertain`;
 * an interaction with a journaled answer returns that answer; one without stops the turn (`Interrupted`);
 * a usage report journaled already is not journaled (counted) again;
+* a wait (for a delegate's task, issue 19) without an entry stops the turn (`Waiting`); with one, the run is its
+  wake-up and goes on;
 * an operation of another kind or name than the journal holds at its position is `NonDeterministicAgent`.
 
 What a caller sees is written only once replay has caught up with the journal, so a rerun never shows an
@@ -53,6 +55,16 @@ class OutcomeLost(BaseException):
         super().__init__(effect_id)
         self.effect_id = effect_id
         self.seq = seq  # its place in the journal (an operator resolves it there: `nylorun admin resolve`)
+
+
+class Waiting(BaseException):
+    """The turn waits for something outside (a delegate's task, issue 19): it stops here, the task stays WORKING,
+    and it runs again when woken (the delegate's callback) or when the wait times out (a poll)."""
+
+    def __init__(self, seq: int, wait_id: str) -> None:
+        super().__init__(wait_id)
+        self.seq = seq
+        self.wait_id = wait_id
 
 
 class NonDeterministicAgent(Exception):
@@ -140,6 +152,20 @@ class Replay:
         self._store.journal_start(self._task_id, JournalEntry(seq=seq, kind="interaction", name=kind))
         raise Interrupted(seq, interaction)
 
+    def wait(self, name: str) -> None:
+        """Wait at the next position until woken: a new wait stops the turn (`Waiting`); a wait an earlier run
+        started returns, since this run is its wake-up (woken, a poll, or a retry: all look again)."""
+        seq = self._next()
+        entry = self._journal.get(seq)
+        if entry is not None:
+            _check(entry, "wait", name)
+            if not entry.finished:
+                self._finish(seq, name, {"woken": "rerun"}, kind="wait")
+            return
+        self._catch_up()
+        self._store.journal_start(self._task_id, JournalEntry(seq=seq, kind="wait", name=name))
+        raise Waiting(seq, opaque_id(self._task_id, seq, "wait"))
+
     def usage(self, tokens: int, cost_usd: float) -> None:
         """Journal a usage report at the next position (finished at once), unless an earlier run did."""
         seq = self._next()
@@ -164,9 +190,9 @@ class Replay:
         if write is not None:
             write()
 
-    def _finish(self, seq: int, name: str, result: Any) -> Any:
+    def _finish(self, seq: int, name: str, result: Any, kind: JournalKind = "effect") -> Any:
         self._store.journal_finish(self._task_id, seq, result)
-        self._journal[seq] = JournalEntry(seq=seq, kind="effect", name=name, finished=True, result=result)
+        self._journal[seq] = JournalEntry(seq=seq, kind=kind, name=name, finished=True, result=result)
         return result
 
 
@@ -177,4 +203,4 @@ def _check(entry: JournalEntry, kind: JournalKind, name: str) -> None:
         )
 
 
-__all__ = ["EffectFunction", "Interrupted", "NonDeterministicAgent", "OutcomeLost", "Replay", "opaque_id"]
+__all__ = ["EffectFunction", "Interrupted", "NonDeterministicAgent", "OutcomeLost", "Replay", "Waiting", "opaque_id"]

@@ -19,8 +19,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.delegation import DelegationDeps
 from nylorun.engine.files import FileFetchFailed, FileService
-from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay
+from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay, Waiting, opaque_id
 from nylorun.engine.turn import Finished, Turn, TurnFailed, TurnOutput
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
@@ -41,7 +42,7 @@ NOT_TERMINAL = frozenset({TaskState.SUBMITTED, TaskState.WORKING, *INTERRUPTED_S
 
 
 class Outcome(TypedDict):
-    outcome: str  # "ended" | "interrupted" | "uncertain"
+    outcome: str  # "ended" | "interrupted" | "uncertain" | "waiting" (for a delegate, issue 19)
     interactionId: str | None
 
 
@@ -59,7 +60,9 @@ class TurnRunner:
         files: FileService | None = None,
         *,
         strict_components: bool = True,
+        delegation: DelegationDeps | None = None,
     ) -> None:
+        self._delegation = delegation
         self._files = files
         # An invalid component: an error in the agent's code (development) or a dropped part (deployed).
         self._strict_components = strict_components
@@ -116,7 +119,9 @@ class TurnRunner:
 
         output = TurnOutput(plan=list(record.plan))
         replay = Replay(self._store, task_id, self._store.journal(task_id))
-        turn = Turn(self._store, record, replay, output, self._files, strict=self._strict_components)
+        turn = Turn(
+            self._store, record, replay, output, self._files, strict=self._strict_components, delegation=self._delegation
+        )
         trace_id = current_trace_id(task_id)
         try:
             try:
@@ -125,6 +130,11 @@ class TurnRunner:
                 pass
         except Interrupted as stop:
             return self._interrupt(record, output, stop)
+        except Waiting as waiting:
+            # Waiting for a delegate (issue 19): the task stays WORKING (its progress is written); the state machine
+            # parks until the delegate's callback or the poll interval wakes it.
+            metrics.add_metric(name="DelegateWait", unit=MetricUnit.Count, value=1)
+            return {"outcome": "waiting", "interactionId": waiting.wait_id}
         except OutcomeLost as lost:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
@@ -211,14 +221,22 @@ class TurnRunner:
     # ------------------------------------------------------------------ park
     def park(self, task_id: str, interaction_id: str, token: str) -> Outcome:
         self._store.put_wait_token(task_id, interaction_id, token)
-        # The answer may have arrived before the token was stored: then nobody else will send it.
+        # The answer (or the delegate's callback) may have arrived before the token was stored: then nobody else
+        # will send it.
         record = self._store.get(task_id)
-        still_open = (
-            record is not None
-            and record.state.interrupted
-            and record.interaction is not None
-            and record.interaction.interaction_id == interaction_id
-        )
+        if interaction_id.startswith("wait-"):
+            open_waits = [
+                seq for seq, entry in self._store.journal(task_id).items()
+                if entry.kind == "wait" and not entry.finished and opaque_id(task_id, seq, "wait") == interaction_id
+            ]
+            still_open = record is not None and record.state == TaskState.WORKING and bool(open_waits)
+        else:
+            still_open = (
+                record is not None
+                and record.state.interrupted
+                and record.interaction is not None
+                and record.interaction.interaction_id == interaction_id
+            )
         if not still_open:
             if record is None or record.state.terminal:
                 self._orchestrator.abandon(token, "The task ended while waiting")

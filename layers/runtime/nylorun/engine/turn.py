@@ -28,6 +28,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
 from nylorun.domain.ids import derive_task_id
+from nylorun.engine.delegation import Credentials, Delegated, Delegation, DelegationDeps
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
 from nylorun.observability import logger, metrics
@@ -89,7 +90,9 @@ class Turn:
         files: FileService | None = None,
         *,
         strict: bool = True,
+        delegation: DelegationDeps | None = None,
     ) -> None:
+        self._delegation = delegation
         self._strict = strict  # an invalid component raises (development) or is dropped (deployed)
         self._store = store
         self._record = record
@@ -234,6 +237,26 @@ class Turn:
     def _ask(self, kind: InteractionKind, prompt: str, detail: dict[str, Any] | None) -> dict[str, Any]:
         return self._replay.ask(kind, repaired(prompt), repaired(detail))
 
+    # ------------------------------------------------------------------ delegation (issue 19)
+    def delegate(
+        self,
+        agent_url: str,
+        message: str | Message | list[Part | str],
+        *,
+        credentials: Credentials = None,
+    ) -> Delegated:
+        """Hand work to another A2A 1.0 Agent (this Runtime's or any other) and wait for its task to end, without
+        holding the turn function: a delegate that works for days costs nothing meanwhile. What it asks a person
+        (a question, a connection, an approval) the caller is asked as this turn's own interaction, and the
+        typed answer goes back to it. Returns what the delegate's task came to (`Delegated`), for this code only:
+        Profile v2 shows a caller no delegation, so copy into the reply what the caller should read.
+        `credentials`: a bearer token, or the headers to send (the delegate's caller is this Agent, not the
+        person). Sent once: a rerun replays the delegate's answers (engine/delegation.py)."""
+        if self._delegation is None:
+            raise RuntimeError("this Runtime cannot delegate (no A2A client wired)")
+        step = Delegation(self._delegation, self._replay, self.task_id, self._ask, self.usage)
+        return step.run(agent_url, message, credentials)
+
     # ------------------------------------------------------------------ usage, artifacts, reply
     def usage(self, tokens: int = 0, cost_usd: float = 0.0) -> None:
         """Report model usage; totals reach telemetry/v1 and the usage event (counted once per report)."""
@@ -335,6 +358,7 @@ class Turn:
 
 
 __all__ = [
+    "Delegated",
     "Finished",
     "Interrupted",
     "NonDeterministicAgent",

@@ -112,7 +112,7 @@ def with_task(stored: StoredPushConfig, task_id: str) -> StoredPushConfig:
     return dataclasses.replace(stored, config=stored.config.model_copy(update={"task_id": task_id}))
 
 
-JournalKind = Literal["effect", "interaction", "usage"]
+JournalKind = Literal["effect", "interaction", "usage", "wait"]
 
 
 @dataclass

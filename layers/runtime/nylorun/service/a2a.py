@@ -80,6 +80,7 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 from nylorun.protocol.text import repaired
+from nylorun.service.delegation import DelegationCallbacks
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
@@ -111,7 +112,9 @@ class A2AService:
         scheduler: TurnScheduler,
         sleep: Callable[[float], None] = time.sleep,
         files: FileService | None = None,
+        delegations: DelegationCallbacks | None = None,
     ) -> None:
+        self._delegations = delegations  # issue 19: a canceled task's delegates are canceled too
         self._files = files
         self._store = store
         self._orchestrator = orchestrator
@@ -409,6 +412,8 @@ class A2AService:
         self._orchestrator.stop(record.task_id, record.attempt)  # the execution of its current attempt (issue 16)
         for token in self._store.wait_tokens(record.task_id):
             self._orchestrator.abandon(token, "Canceled at the caller's request")
+        if self._delegations is not None:
+            self._delegations.cancel_delegates(record.task_id)  # real CancelTask of the work it handed on
         logger.info("task canceled", extra={"task_id": record.task_id})
         self._scheduler.ended(record.owner, record.context_id)  # the queue moves on
         return self._render(caller, self._owned(caller.owner, record.task_id), None).wire()
