@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from email.utils import formatdate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -30,9 +30,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.engine.agent import AgentRegistry
-from nylorun.engine.delegation import CALLBACK_PATH
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
 from nylorun.observability import count_rpc, logger
+from nylorun.ports.delegation import CALLBACK_PATH, CallbackRefused
 from nylorun.profile.card import A2A_PATH, agent_url, build_card
 from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
 from nylorun.protocol import jsonrpc
@@ -54,9 +54,11 @@ from nylorun.protocol.models import (
     TaskIdRequest,
 )
 from nylorun.service.a2a import A2AService, Caller
-from nylorun.service.delegation import CallbackRefused, DelegationCallbacks
 from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
+
+if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2A client stay out of cold start
+    from nylorun.service.delegation import DelegationCallbacks
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 VERSION_HEADER = "A2A-Version"

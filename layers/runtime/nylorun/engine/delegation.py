@@ -32,12 +32,11 @@ from nylorun.domain.messages import DELEGATE_LOOK
 from nylorun.engine.replay import Replay
 from nylorun.observability import logger
 from nylorun.ports import Sealer
-from nylorun.ports.delegation import DELEGATION, Delegates, DelegateUnavailable
+from nylorun.ports.delegation import CALLBACK_PATH, DELEGATION, Delegates, DelegateUnavailable
 from nylorun.profile.extensions import INTERACTIONS, TELEMETRY, InteractionKind
 from nylorun.protocol.models import Message, Part
 
 DELEGATION_NAMESPACE = uuid.UUID("0c3f4a52-5a7e-4b58-9d43-7e0f1a2b3c4d")
-CALLBACK_PATH = "/v1/a2a/delegations"  # + /{task id}/{delegation key}
 SEND, READ, ANSWER, CANCEL, WAIT = "delegate", DELEGATE_LOOK, "delegate:answer", "delegate:cancel", "delegate"
 ENDED = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 ASKING: dict[str, InteractionKind] = {"TASK_STATE_INPUT_REQUIRED": "question", "TASK_STATE_AUTH_REQUIRED": "approval"}

@@ -13,6 +13,19 @@ from typing import Any, Protocol
 DELEGATION = "delegation"
 
 
+# Where a delegate's push deliveries for one delegation arrive: + /{task id}/{delegation key}.
+CALLBACK_PATH = "/v1/a2a/delegations"
+
+
+class CallbackRefused(Exception):
+    """A delegate's callback that wakes nothing (service/delegation.py): `status` is the HTTP status to answer."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
 class DelegateUnavailable(Exception):
     """The delegate could not be reached or answered with an error. `code` is the JSON-RPC error code when it
     answered one (e.g. -32001 task not found), else None (network, HTTP status, not JSON)."""

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -80,9 +80,11 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 from nylorun.protocol.text import repaired
-from nylorun.service.delegation import DelegationCallbacks
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
+
+if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2A client stay out of cold start
+    from nylorun.service.delegation import DelegationCallbacks
 
 JsonObject = dict[str, Any]
 # A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB (MAX_STORED_JSON_BYTES); a

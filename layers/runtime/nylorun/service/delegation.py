@@ -21,17 +21,8 @@ from nylorun.engine.delegation import SEND, WAIT, callback_token, open_record
 from nylorun.engine.replay import opaque_id
 from nylorun.observability import logger, metrics
 from nylorun.ports import JournalEntry, Sealer, StoreError, TaskStore, TurnOrchestrator
-from nylorun.ports.delegation import Delegates, DelegateUnavailable
+from nylorun.ports.delegation import CallbackRefused, Delegates, DelegateUnavailable
 from nylorun.protocol.models import TaskState
-
-
-class CallbackRefused(Exception):
-    """A callback that wakes nothing: `status` is the HTTP status to answer."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 class DelegationCallbacks:
