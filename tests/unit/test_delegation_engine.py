@@ -132,3 +132,12 @@ def test_a_delegate_unreachable_for_a_moment_is_looked_at_again_rather_than_fail
     assert rt.record(task_id).state == TaskState.WORKING
     assert rt.runner.handle({"action": "run", "taskId": task_id})["outcome"] == "ended"
     assert rt.record(task_id).state == TaskState.COMPLETED and delegate.reads == 2
+
+
+def test_an_answer_that_is_neither_a_task_nor_a_message_is_a_failure_not_a_success() -> None:
+    class Garbled(Delegate):
+        def send(self, url: str, headers: dict[str, str], params: dict[str, Any]) -> dict[str, Any]:
+            return {"status": "done"}
+
+    finished = delegating(Garbled(task("COMPLETED"))).send("go")
+    assert status_text(finished) == "failed: The delegate's answer could not be read."

@@ -254,7 +254,9 @@ class Delegation:
     def _ended(self, snapshot: dict[str, Any]) -> Delegated:
         task = snapshot.get("task")
         if not isinstance(task, dict):  # a direct answer: a message, no task
-            message = snapshot.get("message") or {}
+            message = snapshot.get("message")
+            if not isinstance(message, dict):
+                return Delegated(state="failed", text="The delegate's answer could not be read.")
             return Delegated(state="completed", text=_text(message), data=_data([message]))
         message = (task.get("status") or {}).get("message") or {}
         used = (message.get("metadata") or {}).get(TELEMETRY) or {}
