@@ -566,7 +566,7 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
     params, resources = tpl["Parameters"], tpl["Resources"]
     problems = [
         f"{p} has no MaxValue, and AWS limits what it feeds"
-        for p in ("A2aWaitMs", "InteractionTimeoutSeconds", "UncertaintyTimeoutSeconds")
+        for p in ("A2aWaitMs", "InteractionTimeoutSeconds", "UncertaintyTimeoutSeconds", "DelegationPollSeconds")
         if "MaxValue" not in params[p]
     ]
     # A2aWaitMs: the blocking wait ends before the HTTP API's integration timeout (30 s at most) and the api
@@ -587,6 +587,11 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
         problems.append(
             f"A2aWaitMs MaxValue {wait} does not end before ApiFunction's Timeout ({LAMBDA_QUOTAS})"
         )
+    # DelegationPollSeconds (issue 19) is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
+    # whole number of seconds, at most an execution's year (SFN_QUOTAS).
+    poll = params["DelegationPollSeconds"]
+    if poll.get("MinValue", 0) < 1 or poll.get("MaxValue", float("inf")) > 365 * 86400:
+        problems.append(f"DelegationPollSeconds must stay within 1 s and a year ({SFN_QUOTAS})")
     # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds (issue 16): a turn queued behind a waiting one (for a
     # person, or for an operator) stays in the context queue for the whole wait, looked at every
     # NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the waiting turn is one
@@ -696,6 +701,7 @@ BROKEN_VALUES = [
     # Parameters against what they feed
     pytest.param("Parameters.A2aWaitMs.MaxValue", 30000, "A2aWaitMs MaxValue 30000 does not end before Rpc's TimeoutInMillis", id="A2aWaitMs up to 30 s"),
     pytest.param("Parameters.InteractionTimeoutSeconds.MaxValue", 950400, "InteractionTimeoutSeconds MaxValue 950400 >= ContextQueue's 1000 receives x 900 s", id="interaction wait of 11 days"),
+    pytest.param("Parameters.DelegationPollSeconds.MinValue", 0, "DelegationPollSeconds must stay within 1 s and a year", id="delegation poll of 0 s"),
     pytest.param("Parameters.UncertaintyTimeoutSeconds.MaxValue", 1209600, "UncertaintyTimeoutSeconds MaxValue 1209600 >= ContextQueue's MessageRetentionPeriod", id="uncertainty wait of 14 days"),
 ]  # fmt: skip
 # A value from a parameter: the parameter as another change might add it, and where it goes.

@@ -141,3 +141,24 @@ def test_an_answer_that_is_neither_a_task_nor_a_message_is_a_failure_not_a_succe
 
     finished = delegating(Garbled(task("COMPLETED"))).send("go")
     assert status_text(finished) == "failed: The delegate's answer could not be read."
+
+
+def test_a_turn_stops_following_a_delegate_before_its_execution_history_would_run_out() -> None:
+    class Counting(Delegate):
+        canceled = 0
+
+        def cancel(self, url: str, headers: dict[str, str], task_id: str) -> dict[str, Any]:
+            Counting.canceled += 1
+            return task("CANCELED")
+
+    delegate = Counting(task("WORKING"))  # works for ever
+    rt = delegating(delegate)
+    assert rt.runner._delegation is not None
+    rt.runner._delegation.max_waits = 2
+    task_id = rt.send("go")["id"]
+    assert rt.runner.handle({"action": "run", "taskId": task_id})["outcome"] == "waiting"  # wait 2
+    assert rt.runner.handle({"action": "run", "taskId": task_id})["outcome"] == "ended"  # no third wait
+    assert Counting.canceled == 1
+    assert rt.record(task_id).state == TaskState.COMPLETED
+    assert rt.record(task_id).status.message is not None
+    assert "failed: The delegated work took too long to follow" in rt.record(task_id).status.message.text()

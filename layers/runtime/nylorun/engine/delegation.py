@@ -42,6 +42,7 @@ ENDED = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TA
 ASKING: dict[str, InteractionKind] = {"TASK_STATE_INPUT_REQUIRED": "question", "TASK_STATE_AUTH_REQUIRED": "approval"}
 
 Credentials = str | Mapping[str, str] | None
+MAX_WAITS = 1500  # x about 13 history events per wait: 19,500 of an execution's 25,000
 
 
 def callback_token(task_id: str, key: str) -> str:
@@ -75,6 +76,10 @@ class DelegationDeps:
     callback_base: str | None
     timeout_seconds: int
     clock: Callable[[], float] = time.time
+    # Each wait parks the turn's Step Functions execution once and wakes it once (a callback or a poll): about 13
+    # history events, and an execution holds at most 25,000 (Step Functions quotas). Past this many waits in one
+    # turn the delegate's task is canceled and the delegation reported failed, before the execution would fail.
+    max_waits: int = MAX_WAITS
 
 
 class Delegation:
@@ -117,6 +122,10 @@ class Delegation:
                 # Waited as long as an interaction may: the delegate's work is canceled and reported failed.
                 self._replay.effect(CANCEL, lambda key: self._cancel(record, headers), idempotent=True)
                 return Delegated(state="failed", text="The delegated work did not finish in time.")
+            if self._replay.waits >= self._deps.max_waits:  # counted in the journal: a replay decides the same
+                logger.warning("delegation stopped: too many waits for one turn", extra={"waits": self._replay.waits})
+                self._replay.effect(CANCEL, lambda key: self._cancel(record, headers), idempotent=True)
+                return Delegated(state="failed", text="The delegated work took too long to follow; it was canceled.")
             self._replay.wait(WAIT)
             snapshot = self._replay.effect(READ, lambda key: self._read(record, headers), idempotent=True)
 

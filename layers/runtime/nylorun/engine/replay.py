@@ -93,6 +93,11 @@ class Replay:
         """True while the agent is still before the last position an earlier run journaled."""
         return self._seq < self._last_journaled
 
+    @property
+    def waits(self) -> int:
+        """How many waits the agent has reached so far in this turn (each a park of its Step Functions execution)."""
+        return sum(1 for seq, entry in self._journal.items() if entry.kind == "wait" and seq <= self._seq)
+
     # ------------------------------------------------------------------ caller-visible writes
     def show(self, write: Write) -> None:
         """A status write: made now, or while replaying held back (the latest replaces any held one) until
