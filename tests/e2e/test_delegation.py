@@ -14,10 +14,12 @@ which hands the refund to `support` on the same Runtime with `turn.delegate(...)
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -62,9 +64,7 @@ def delegate_task(local_runtime: LocalRuntime, sent: dict[str, Any], token: str)
 
 
 def refunds_token() -> str:
-    import os
-
-    return os.environ["NYLORUN_REFUNDS_TOKEN"]
+    return os.environ["NYLORUN_REFUNDS_TOKEN"]  # the local Runtime's dev token for agent:refunds
 
 
 # ---------------------------------------------------------------------------------------------- the sample
@@ -303,8 +303,6 @@ def callback(
 ) -> httpx.Response:
     raw = json.dumps(body)
     msg_id, at = msg_id or f"msg_{uuid.uuid4().hex}", int(time.time())
-    from datetime import UTC, datetime
-
     signature = Webhook(secret).sign(msg_id, datetime.fromtimestamp(at, tz=UTC), raw)
     headers = {
         "content-type": "application/json",

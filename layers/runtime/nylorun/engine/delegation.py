@@ -131,17 +131,15 @@ class Delegation:
 
     # ------------------------------------------------------------------ the steps
     def _send(self, key: str, url: str, headers: dict[str, str], parts: list[dict[str, Any]]) -> dict[str, Any]:
-        context_id = str(uuid.uuid5(DELEGATION_NAMESPACE, f"{key}/context"))
-        keys: list[str] = []
+        context_id = _context_id(key)
+        keys = self._signing_keys(url, headers)
         configuration: dict[str, Any] = {"returnImmediately": True}
-        if self._deps.callback_base:
-            keys = self._client_call(lambda: self._deps.client.signing_keys(url, headers), default=[])
-            if keys:  # only a delegate whose callbacks can be verified gets one (else: polling)
-                configuration["taskPushNotificationConfig"] = {
-                    "id": "nylorun-delegation",
-                    "url": f"{self._deps.callback_base.rstrip('/')}{CALLBACK_PATH}/{self._task_id}/{key}",
-                    "token": callback_token(self._task_id, key),
-                }
+        if keys:  # only a delegate whose callbacks can be verified gets one (else: polling)
+            configuration["taskPushNotificationConfig"] = {
+                "id": "nylorun-delegation",
+                "url": f"{str(self._deps.callback_base).rstrip('/')}{CALLBACK_PATH}/{self._task_id}/{key}",
+                "token": callback_token(self._task_id, key),
+            }
         params = {
             "message": {
                 "messageId": str(uuid.uuid5(DELEGATION_NAMESPACE, f"{key}/message")),
@@ -151,13 +149,7 @@ class Delegation:
             },
             "configuration": configuration,
         }
-        record = {
-            "url": url,
-            "contextId": context_id,
-            "startedAt": self._deps.clock(),
-            "headers": self._seal(json.dumps(headers)),
-            "keys": self._seal(json.dumps(keys)),
-        }
+        record = self._record(url, context_id, headers, keys)
         try:
             answer = self._deps.client.send(url, headers, params)
         except DelegateUnavailable as failed:
@@ -175,21 +167,30 @@ class Delegation:
     def _find(self, key: str, url: str, headers: dict[str, str], parts: list[dict[str, Any]]) -> dict[str, Any]:
         """A run died after `_send` started: the task it made, if the delegate has one in the context it named;
         else the message never arrived and is sent now (same messageId)."""
-        context_id = str(uuid.uuid5(DELEGATION_NAMESPACE, f"{key}/context"))
+        context_id = _context_id(key)
         found = self._client_call(lambda: self._deps.client.find_tasks(url, headers, context_id), default=None)
         if found is None:
             raise DelegateUnavailable("ListTasks failed while reconciling a lost send")
         if not found:
             return self._send(key, url, headers, parts)
-        keys = self._client_call(lambda: self._deps.client.signing_keys(url, headers), default=[])
+        record = self._record(url, context_id, headers, self._signing_keys(url, headers))
+        return {**record, "taskId": found[0].get("id"), "snapshot": {"task": found[0]}}
+
+    def _signing_keys(self, url: str, headers: dict[str, str]) -> list[str]:
+        """The delegate's keys for this Agent's deliveries; none asked for when no callback can reach this Runtime."""
+        if not self._deps.callback_base:
+            return []
+        keys: list[str] = self._client_call(lambda: self._deps.client.signing_keys(url, headers), default=[])
+        return keys
+
+    def _record(self, url: str, context_id: str, headers: dict[str, str], keys: list[str]) -> dict[str, Any]:
+        """What the journal keeps of a delegation: where, in which context, since when, and its secrets sealed."""
         return {
             "url": url,
             "contextId": context_id,
             "startedAt": self._deps.clock(),
             "headers": self._seal(json.dumps(headers)),
             "keys": self._seal(json.dumps(keys)),
-            "taskId": found[0].get("id"),
-            "snapshot": {"task": found[0]},
         }
 
     def _read(self, record: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
@@ -296,6 +297,11 @@ def open_record(record: Mapping[str, Any], sealer: Sealer | None, task_id: str) 
         return json.loads(text)
 
     return dict(opened(record.get("headers") or "{}")), list(opened(record.get("keys") or "[]"))
+
+
+def _context_id(key: str) -> str:
+    """The context the delegation's message names at the delegate: made from the step's key, so a rerun finds it."""
+    return str(uuid.uuid5(DELEGATION_NAMESPACE, f"{key}/context"))
 
 
 def _headers(credentials: Credentials) -> dict[str, str]:
