@@ -65,8 +65,7 @@ VERSION_HEADER = "A2A-Version"
 JSON_RPC_CONTENT = "application/json"
 # Issue 15: where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them).
 PUSH_SIGNING_PATH = "/v1/a2a/push-signing-secrets"
-# Issue 19: where delegates' push deliveries for this Runtime's delegations arrive (engine/delegation.py).
-DELEGATION_CALLBACK_PATH = CALLBACK_PATH
+# Issue 19: what a delegate's push delivery to CALLBACK_PATH is checked by (service/delegation.py).
 CALLBACK_HEADERS = ("x-a2a-notification-token", "webhook-id", "webhook-timestamp", "webhook-signature")
 
 Handler = Callable[[A2AService, Caller, dict[str, Any]], Any]
@@ -182,7 +181,7 @@ def create_app(
             secrets = await run_in_threadpool(signing.for_subject, subject)  # Secrets Manager: a blocking call
         return JSONResponse({"secrets": secrets}, headers={"Cache-Control": "no-store"})
 
-    @app.post(DELEGATION_CALLBACK_PATH + "/{task_id}/{key}", response_model=None)
+    @app.post(CALLBACK_PATH + "/{task_id}/{key}", response_model=None)
     async def delegation_callback(request: Request, task_id: str, key: str) -> Response:
         # Issue 19: a delegate's push delivery for a task this Runtime delegated. No bearer token (the delegate
         # is the caller): the push config's token, the Standard Webhooks signature and the task are checked.
