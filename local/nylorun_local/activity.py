@@ -1,8 +1,9 @@
 """Wake-ups for the local pollers, so an idle `nylorun serve` sleeps instead of polling moto.
 
-Every write a function or the api makes through boto3 (a table write, a queue message, an event) bumps a
-counter; a poller that found nothing sleeps with a growing timeout (up to `IDLE_MAX_SECONDS`) or until the
-counter moves. What no write announces (an SQS message whose delay or visibility timeout runs out) is found
+Every write a function or the api makes through boto3 bumps a counter: a table write the stream pollers'
+(TABLE_WRITES), a queue message or an event (which the bus puts on a queue) the queue pollers' (QUEUE_WRITES).
+A poller that found nothing sleeps with a growing timeout (up to `IDLE_MAX_SECONDS`) or until its counter moves:
+a table write does not wake the queue pollers, nor a queue message the stream pollers, for nothing. What no write announces (an SQS message whose delay or visibility timeout runs out) is found
 by the timeout, so it arrives at most `IDLE_MAX_SECONDS` late. A stream record always follows a table
 write, so the stream poller may sleep longer.
 """
@@ -15,12 +16,6 @@ from typing import Any
 import boto3
 
 IDLE_MAX_SECONDS = 1.0
-# The calls that can give a poller work (reads never do, and the pollers' own reads must not wake them).
-WRITES = {
-    "dynamodb": ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"),
-    "sqs": ("SendMessage", "SendMessageBatch"),
-    "events": ("PutEvents",),
-}
 
 
 class Activity:
@@ -44,27 +39,35 @@ class Activity:
             return self._generation
 
 
-ACTIVITY = Activity()
+TABLE_WRITES = Activity()
+QUEUE_WRITES = Activity()
+# The calls that can give a poller work (reads never do, and the pollers' own reads must not wake them).
+WRITES = {
+    "dynamodb": (TABLE_WRITES, ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")),
+    "sqs": (QUEUE_WRITES, ("SendMessage", "SendMessageBatch")),
+    "events": (QUEUE_WRITES, ("PutEvents",)),
+}
 _watching = threading.Lock()
 _watched: set[int] = set()
 
 
 def watch_boto3_writes() -> None:
-    """Bump ACTIVITY after every write made through boto3's default session (what `boto3.client` uses)."""
+    """Bump TABLE_WRITES or QUEUE_WRITES after every write made through boto3's default session (what
+    `boto3.client` uses)."""
     session = boto3._get_default_session()  # the session every boto3.client() call shares
     with _watching:
         if id(session) in _watched:
             return
         _watched.add(id(session))
-        for service, operations in WRITES.items():
+        for service, (activity, operations) in WRITES.items():
             for operation in operations:
-                session.events.register(f"after-call.{service}.{operation}", ACTIVITY.bump)
+                session.events.register(f"after-call.{service}.{operation}", activity.bump)
 
 
 class Backoff:
     """A poller's sleep: none while it finds work, then growing up to IDLE_MAX_SECONDS, cut short by writes."""
 
-    def __init__(self, first: float = 0.02, most: float = IDLE_MAX_SECONDS, activity: Activity = ACTIVITY) -> None:
+    def __init__(self, activity: Activity, first: float = 0.02, most: float = IDLE_MAX_SECONDS) -> None:
         self._first = first
         self._most = most
         self._next = first

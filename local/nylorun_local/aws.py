@@ -18,10 +18,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 import boto3
 import requests
+
+from nylorun_local.activity import watch_boto3_writes
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -141,7 +144,8 @@ def patch_moto_dynamodb() -> None:
       record ever written — so transactions slow down as the table grows. Under the lock, a snapshot of just
       the items the transaction names (and the stream's length) restores the same state on failure;
     * an update that replaces an attribute counts the old value and the new one against the 400 KB item limit;
-      AWS limits the item as written, so the value replaced no longer counts.
+      AWS limits the item as written, so the value replaced no longer counts;
+    * a Query of the table reads its partition, not every item of the table sorted.
     """
     global _dynamodb_patched
     with _installed:
@@ -195,6 +199,25 @@ def patch_moto_dynamodb() -> None:
                 del Table.__deepcopy__  # type: ignore[attr-defined]
 
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        original_query = Table.query
+
+        def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+            # moto finds a Query's items by sorting every item of the table and keeping the partition's, so each
+            # Query costs the whole table (19 ms a page for one task's 1,000 push configs, and more as a session's
+            # table grows). A Query of the table itself (no index) reads only its partition; moto sorts the
+            # result by range key as before. Under the DynamoDB lock (call_action below), like every request.
+            index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+            if index_name or hash_key is None:
+                return original_query(self, hash_key, *args, **kwargs)
+            rows = self.items.get(hash_key)
+            partition = list(rows.values()) if isinstance(rows, dict) else [rows] if rows is not None else []
+            self.all_items = lambda: partition  # this call's view of the table, removed after
+            try:
+                return original_query(self, hash_key, *args, **kwargs)
+            finally:
+                del self.all_items
+
+        Table.query = query  # type: ignore[method-assign]
         original_call = DynamoHandler.call_action
 
         def call_action(self: Any) -> Any:
@@ -273,6 +296,119 @@ def patch_moto_dynamodb() -> None:
         _dynamodb_patched = True
 
 
+_direct_endpoints: set[str] = set()  # scheme://host:port of the moto servers this process runs
+_direct_app: Any = None
+_direct_on = False
+
+
+def install_direct_transport(*endpoints: str) -> None:
+    """Requests this process's own boto3 clients make to its own moto server skip the socket: each runs moto's WSGI
+    application on the caller's thread, as moto's server would on one of its own. The same application and the
+    same backends, so nothing changes but the cost. Over loopback, HTTP (urllib3 and http.client on one side,
+    werkzeug's server and a thread per connection on the other) was a third of the local stack's CPU, all of it
+    under one GIL with the Runtime it stands in for (issue 15's fair-push figure). Other processes (the CLI, a
+    receiver) still reach the same moto over HTTP."""
+    global _direct_app, _direct_on
+    with _installed:
+        _direct_endpoints.update(endpoints)
+        if _direct_on:
+            return
+        from botocore.endpoint import Endpoint
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+        _direct_app = DomainDispatcherApplication(create_backend_app)
+        original_send = Endpoint._send
+
+        def send(self: Any, request: Any) -> Any:
+            parts = request.url.split("/", 3)
+            if "/".join(parts[:3]) not in _direct_endpoints:
+                return original_send(self, request)
+            return _run_in_process(request)
+
+        Endpoint._send = send
+        _direct_on = True
+
+
+def remove_direct_transport(*endpoints: str) -> None:
+    _direct_endpoints.difference_update(endpoints)
+
+
+def _run_in_process(request: Any) -> Any:
+    """One botocore request through moto's WSGI application, the environ built as werkzeug's server builds it."""
+    import io
+    import sys
+    from urllib.parse import unquote, urlsplit
+
+    from botocore.awsrequest import AWSResponse
+    from moto.core.botocore_stubber import MockRawResponse
+    from moto.core.request import (
+        PRESERVED_HEADER_NAMES_ENVIRON_KEY,
+        environ_key_for_header,
+        should_preserve_original_header_name,
+    )
+
+    url = urlsplit(request.url)
+    body = request.body
+    if hasattr(body, "read"):
+        body = body.read()
+    if isinstance(body, str):
+        body = body.encode()
+    body = body or b""
+
+    def latin1(value: str) -> str:  # PEP 3333: environ strings are bytes decoded as latin-1
+        return value.encode().decode("latin-1")
+
+    raw_path = url.path + (f"?{url.query}" if url.query else "")
+    environ: dict[str, Any] = {
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": url.scheme,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "REQUEST_METHOD": request.method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": latin1(unquote(url.path)),
+        "QUERY_STRING": latin1(url.query),
+        "REQUEST_URI": latin1(raw_path),
+        "RAW_URI": latin1(raw_path),
+        "REMOTE_ADDR": "127.0.0.1",
+        "REMOTE_PORT": 0,
+        "SERVER_NAME": url.hostname or "127.0.0.1",
+        "SERVER_PORT": str(url.port or 80),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": url.netloc,
+        "CONTENT_LENGTH": str(len(body)),
+    }
+    names: dict[str, str] = {}
+    for name, value in request.headers.items():
+        value = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        key = environ_key_for_header(name)
+        if "_" in name:
+            if should_preserve_original_header_name(name):  # as moto's own request handler keeps them
+                names.setdefault(key, name)
+                environ[key] = value
+            continue
+        environ[key] = value
+    environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = names
+    status: list[Any] = []
+
+    def start_response(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        status[:] = [int(line.split(" ", 1)[0]), headers]
+        return lambda data: None
+
+    result = _direct_app(environ, start_response)
+    try:
+        content = b"".join(result)
+    finally:
+        getattr(result, "close", lambda: None)()
+    headers: dict[str, str] = {}
+    for name, value in status[1]:
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return AWSResponse(request.url, status[0], headers, MockRawResponse(content))
+
+
 class LocalAws:
     """One moto server for the process, on 127.0.0.1. Sets the environment boto3 reads."""
 
@@ -300,9 +436,14 @@ class LocalAws:
         )
         install_lambda_shim()
         patch_moto_dynamodb()
+        # Before any function makes its clients: a botocore client copies its session's handlers when it is made,
+        # so a client made before the watch would write without waking the pollers (its writes then wait for a
+        # poller's idle timeout).
+        watch_boto3_writes()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
+        install_direct_transport(self.endpoint, f"http://localhost:{self.port}")
         response = requests.post(
             f"{self.endpoint}/moto-api/config",
             json={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}},
@@ -312,6 +453,7 @@ class LocalAws:
         return self
 
     def stop(self) -> None:
+        remove_direct_transport(self.endpoint, f"http://localhost:{self.port}")
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -334,6 +476,29 @@ class LocalAws:
             table = dynamodb_backends[ACCOUNT][REGION].get_table(table_name)
             # deepcopy: to_json hands out moto's own lists and maps (strings are shared, not copied).
             return [copy.deepcopy(item.to_json()["Attributes"]) for item in table.all_items()]
+
+    @staticmethod
+    def stream_records(stream_arn: str, position: int, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` records of a table's stream from `position` (0: its first record; moto keeps one shard),
+        read from moto's memory under the DynamoDB lock, as Lambda's event gives them (the wire's JSON: the creation
+        time in epoch seconds, binaries in base64). What GetRecords returns, without its cost: moto's serializer
+        and botocore's parser took two fifths of the local stack's CPU while one task's 1,000 push configs expired
+        (the records of every table write pass through here, for each stream poller)."""
+        import copy
+
+        from moto.dynamodb.models import dynamodb_backends
+
+        table_name = stream_arn.split(":", 6)[5].split("/")[1]
+        with _dynamodb_lock:
+            shard = dynamodb_backends[ACCOUNT][REGION].get_table(table_name).stream_shard
+            if shard is None:
+                return []
+            # deepcopy: to_json hands out moto's own record, which the poller annotates.
+            records = copy.deepcopy([record.to_json() for record in shard.items[position : position + limit]])
+        for record in records:
+            created = record["dynamodb"]["ApproximateCreationDateTime"]  # moto's naive UTC datetime
+            record["dynamodb"]["ApproximateCreationDateTime"] = int(created.replace(tzinfo=UTC).timestamp())
+        return records
 
     @staticmethod
     def expired_keys(table_name: str, attribute: str, now: int) -> list[dict[str, Any]]:

@@ -12,12 +12,18 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
 from typing import Any, Self
 
 from nylorun.observability import logger
 
-from nylorun_local.activity import ACTIVITY, IDLE_MAX_SECONDS, Activity, Backoff, watch_boto3_writes
+from nylorun_local.activity import (
+    IDLE_MAX_SECONDS,
+    QUEUE_WRITES,
+    TABLE_WRITES,
+    Activity,
+    Backoff,
+    watch_boto3_writes,
+)
 from nylorun_local.aws import LocalAws, invoke_registered
 from nylorun_local.ttl import TTL_IDENTITY, TTL_REMOVED
 
@@ -36,11 +42,11 @@ class _Poller(ABC):
     one batch at a time."""
 
     def __init__(
-        self, function_name: str, idle_max: float = IDLE_MAX_SECONDS, environments: int = 1, activity: Activity = ACTIVITY
+        self, function_name: str, activity: Activity, idle_max: float = IDLE_MAX_SECONDS, environments: int = 1
     ) -> None:
         self._function = function_name
         self._idle_max = idle_max
-        self._activity = activity  # what wakes it (every boto3 write, unless it has its own)
+        self._activity = activity  # what wakes it: the writes that can give it work
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._run, args=(n,), name=f"poll-{function_name}-{n}", daemon=True)
@@ -84,7 +90,7 @@ class _Poller(ABC):
 
     def _run(self, environment: int) -> None:
         watch_boto3_writes()
-        backoff = Backoff(most=self._idle_max, activity=self._activity)
+        backoff = Backoff(self._activity, most=self._idle_max)
         while not self._stop.is_set():
             if environment > 0 and not self._busy.wait(timeout=self._idle_max):
                 continue
@@ -105,7 +111,8 @@ class _Poller(ABC):
 class StreamPoller(_Poller):
     """DynamoDB stream → function, like Lambda's DynamoDB event source mapping: only the records its filter
     patterns match (the template's FilterCriteria; Lambda drops the others uninvoked). A REMOVE of an item the local
-    TTL took (nylorun_local.ttl) carries the userIdentity DynamoDB's TTL gives its deletions."""
+    TTL took (nylorun_local.ttl) carries the userIdentity DynamoDB's TTL gives its deletions. Reads moto's one shard
+    by position (LocalAws.stream_records), in order."""
 
     def __init__(
         self,
@@ -115,72 +122,51 @@ class StreamPoller(_Poller):
         batch_size: int = 100,
         filters: Sequence[str] = (),
         idle_max: float = STREAM_IDLE_MAX_SECONDS,
-        activity: Activity = ACTIVITY,
+        activity: Activity = TABLE_WRITES,
     ) -> None:
         from moto.events.models import EventPattern  # Lambda's filter rules are EventBridge's event patterns
 
-        self._streams = aws.client("dynamodbstreams")
+        self._aws = aws
         self._arn = stream_arn
         self._batch = batch_size
         self._patterns = [EventPattern.load(p) for p in filters]
-        self._next: dict[str, int] = {}
-        self._pending: dict[str, list[dict[str, Any]]] = {}
-        super().__init__(function_name, idle_max=idle_max, activity=activity)
+        self._next = 0  # the position of the next record to read
+        self._pending: list[dict[str, Any]] = []
+        super().__init__(function_name, activity, idle_max=idle_max)
 
     def _wanted(self, record: dict[str, Any]) -> bool:
-        change = record.get("dynamodb", {})
-        if isinstance(change.get("ApproximateCreationDateTime"), datetime):
-            # Lambda's event carries epoch seconds where boto3 gives a datetime.
-            change["ApproximateCreationDateTime"] = int(change["ApproximateCreationDateTime"].timestamp())
-        keys = change.get("Keys", {})
+        keys = record.get("dynamodb", {}).get("Keys", {})
         if record.get("eventName") == "REMOVE" and TTL_REMOVED.took(keys):
             record["userIdentity"] = TTL_IDENTITY
         return not self._patterns or any(p.matches_event(record) for p in self._patterns)  # type: ignore[arg-type]
 
     def _poll_once(self, environment: int) -> bool:
-        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
         worked = False
-        for shard in shards:
-            shard_id = shard["ShardId"]
-            if shard_id not in self._next:
-                self._next[shard_id] = int(shard["SequenceNumberRange"]["StartingSequenceNumber"])
-                self._pending[shard_id] = []
-            pending = self._pending[shard_id]
-            if len(pending) < self._batch:
-                # Read by position, not by moto's NextShardIterator: moto numbers records racily under
-                # concurrent writes, and its "after the highest number" iterator can then re-read records.
-                iterator = self._streams.get_shard_iterator(
-                    StreamArn=self._arn,
-                    ShardId=shard_id,
-                    ShardIteratorType="AT_SEQUENCE_NUMBER",
-                    SequenceNumber=str(self._next[shard_id]),
-                )["ShardIterator"]
-                # Lambda's batch size counts the records its filter keeps: read up to GetRecords' most (1,000), so a
-                # mapping whose filter keeps few keeps up with the stream.
-                limit = self._batch - len(pending) if not self._patterns else GET_RECORDS_MAX
-                records = self._streams.get_records(ShardIterator=iterator, Limit=limit)
-                fresh = records.get("Records", [])
-                self._next[shard_id] += len(fresh)
-                worked = worked or bool(fresh)  # read past: look again at once, there may be more
-                pending.extend({**r, "eventSourceARN": self._arn} for r in fresh if self._wanted(r))
-            if not pending:
-                continue
-            worked = True
-            batch = pending[: self._batch]
-            result, error = invoke_registered(self._function, {"Records": batch})
-            if error:
-                time.sleep(0.2)  # the whole batch is retried, in order
-                continue
-            failures = (result or {}).get("batchItemFailures") or []
-            if failures:
-                # Lambda retries from the first failed record on (sequence numbers order the shard).
-                first = min(f["itemIdentifier"] for f in failures)
-                keep = [r for r in batch if r["dynamodb"]["SequenceNumber"] >= first]
-                self._pending[shard_id] = keep + pending[len(batch) :]
-                time.sleep(0.2)
-            else:
-                self._pending[shard_id] = pending[len(batch) :]
-        return worked
+        if len(self._pending) < self._batch:
+            # Lambda's batch size counts the records its filter keeps: read up to GetRecords' most (1,000), so a
+            # mapping whose filter keeps few keeps up with the stream.
+            limit = self._batch - len(self._pending) if not self._patterns else GET_RECORDS_MAX
+            fresh = self._aws.stream_records(self._arn, self._next, limit)
+            self._next += len(fresh)
+            worked = bool(fresh)  # read past: look again at once, there may be more
+            self._pending.extend({**r, "eventSourceARN": self._arn} for r in fresh if self._wanted(r))
+        if not self._pending:
+            return worked
+        batch = self._pending[: self._batch]
+        result, error = invoke_registered(self._function, {"Records": batch})
+        if error:
+            time.sleep(0.2)  # the whole batch is retried, in order
+            return True
+        failures = (result or {}).get("batchItemFailures") or []
+        if failures:
+            # Lambda retries from the first failed record on (sequence numbers order the shard).
+            first = min(int(f["itemIdentifier"]) for f in failures)
+            keep = [r for r in batch if int(r["dynamodb"]["SequenceNumber"]) >= first]
+            self._pending = keep + self._pending[len(batch) :]
+            time.sleep(0.2)
+        else:
+            self._pending = self._pending[len(batch) :]
+        return True
 
 
 class QueuePoller(_Poller):
@@ -198,7 +184,7 @@ class QueuePoller(_Poller):
             "QueueArn"
         ]
         self._batch = batch_size
-        super().__init__(function_name, environments=environments)
+        super().__init__(function_name, QUEUE_WRITES, environments=environments)
 
     def _poll_once(self, environment: int) -> bool:
         out = self._sqs.receive_message(

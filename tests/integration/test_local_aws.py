@@ -268,14 +268,10 @@ def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtim
     # And its REMOVE on the stream carries TTL's identity, which the sweep's filter (the template's) takes
     poller = StreamPoller(local_runtime.aws, local_runtime.stack.table_stream_arn, "unused",
                           filters=stream_filters("SweepFunction"))
-    streams = local_runtime.aws.client("dynamodbstreams")
-    shard = streams.describe_stream(StreamArn=local_runtime.stack.table_stream_arn)["StreamDescription"]["Shards"][0]
-    iterator = streams.get_shard_iterator(StreamArn=local_runtime.stack.table_stream_arn, ShardId=shard["ShardId"],
-                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-    records = []
-    while iterator:
-        out = streams.get_records(ShardIterator=iterator, Limit=1000)
-        records += out["Records"]
-        iterator = out.get("NextShardIterator") if out["Records"] else None
+    # (read as the poller reads the stream)
+    records, position = [], 0
+    while fresh := local_runtime.aws.stream_records(local_runtime.stack.table_stream_arn, position, 1000):
+        records += fresh
+        position += len(fresh)
     (remove,) = [r for r in records if r["eventName"] == "REMOVE" and r["dynamodb"]["Keys"]["PK"]["S"] == pk]
     assert poller._wanted(remove) and remove["userIdentity"] == TTL_IDENTITY
