@@ -9,17 +9,15 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from nylorun.adapters.sqs import hold_failed_groups
+from nylorun.adapters.sqs import hold_failed_groups, process_groups_at_once
 from nylorun.observability import logger, metrics, tracer
 from nylorun.ports import Delivery
 from nylorun.service.push import Outcome
 from nylorun.wiring import build_runtime
 
 runtime = build_runtime()
-processor = SqsFifoPartialProcessor(skip_group_on_error=True)
-# A batch whose every message must wait is not an error: answer with all of them as failures (their delays
-# are then applied), instead of failing the invocation. The FIFO processor takes no such argument.
-processor.raise_on_entire_batch_failure = False
+# A batch's message groups (at most ten) are processed side by side, each in order.
+GROUPS_AT_ONCE = 10
 delays: dict[str, int] = {}  # message group → seconds its failed messages wait, in this invocation
 # Kept for what follows the last record (the batch answer, the visibility changes of failed groups).
 RESERVE_SECONDS = 2.0
@@ -65,6 +63,16 @@ def record_handler(record: SQSRecord) -> None:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     delays.clear()
     lambda_context[:] = [context]
-    response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+    def process_group(group_event: dict[str, Any]) -> dict[str, Any]:
+        processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+        # A group whose every message must wait is not an error: answer with all of them as failures (their delays
+        # are then applied), instead of failing the invocation. The FIFO processor takes no such argument.
+        processor.raise_on_entire_batch_failure = False
+        return process_partial_response(
+            event=group_event, record_handler=record_handler, processor=processor, context=context
+        )
+
+    response = process_groups_at_once(event, process_group, GROUPS_AT_ONCE)
     hold_failed_groups(event, response, delays, runtime.push_queue.retry_later)
     return response

@@ -113,46 +113,84 @@ def test_a_peer_dripping_one_byte_at_a_time_is_cut_at_the_overall_deadline(metho
 
 
 # ---------------------------------------------------------------- a batch outliving its function
-def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_back(
-    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given ten deliveries, each to its own config at a receiver that accepts and never answers, a 1 s delivery
-    # deadline, and a push function with 5 s left in this invocation
+def _slow_batch(
+    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch, configs: list[str],
+    peer: SlowPeer, deadline: int,
+) -> tuple[Any, list[dict[str, Any]], list[tuple[str, int]]]:
+    """One delivery per entry of `configs` (a config named twice: two events, in its one message group), each to
+    `peer`, with a delivery deadline of `deadline` seconds."""  # fmt: skip
     function = local_runtime._functions["PushFunction"]
     runtime = function.runtime
-    monkeypatch.setattr(runtime.settings, "push_timeout_seconds", 1)
-    monkeypatch.setattr(runtime.http, "_timeout", 1.0)
-    peer = SlowPeer("silent", most=30)
+    monkeypatch.setattr(runtime.settings, "push_timeout_seconds", deadline)
+    monkeypatch.setattr(runtime.http, "_timeout", float(deadline))
     peers.append(peer)
     task_id = f"batch-{uuid.uuid4()}"
     records = []
-    for n in range(10):
-        config = TaskPushNotificationConfig(id=f"c{n}", task_id=task_id, url=peer.url)
+    for n, config_id in enumerate(configs):
+        config = TaskPushNotificationConfig(id=config_id, task_id=task_id, url=peer.url)
         stored = StoredPushConfig(config=config, created_at=now_timestamp(), subject="alice")
         runtime.store.put_push_config(task_id, stored)
         delivery = Delivery(
-            event_id="e1", task_id=task_id, config_id=f"c{n}", kind="statusUpdate",
+            event_id=f"e{n}", task_id=task_id, config_id=config_id, kind="statusUpdate",
             payload={"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}},
             first_attempt_at=time.time(),
         )  # fmt: skip
         records.append(_record(f"m{n}", {"delivery": json.loads(delivery.to_json())}, delivery.group))
     held: list[tuple[str, int]] = []
     monkeypatch.setattr(runtime.push_queue, "retry_later", lambda handle, seconds: held.append((handle, seconds)))
+    return function, records, held
+
+
+def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_back(
+    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given ten deliveries in one message group (ten events for one config, kept in order), each answered slowly
+    # (118 bytes, one every 5 ms: over half a second), a 2 s delivery deadline, and a push function with 8 s left
+    # in this invocation (2 s of it kept in reserve)
+    peer = SlowPeer("drip", every=0.005)
+    peers.append(peer)
+    function, records, held = _slow_batch(local_runtime, peers, monkeypatch, ["c0"] * 10, peer, deadline=2)
 
     # When the batch runs (as its own invocation: the Runtime's push poller waits meanwhile, as Lambda runs one
     # invocation at a time per environment and the handler module keeps this invocation's context)
     with local_runtime.paused("PushFunction"):
         started = time.monotonic()
+        answer = function.handler({"Records": records}, LambdaContext("push", timeout_ms=8000))
+        elapsed = time.monotonic() - started
+
+    # Then it ended before the function's 8 s (one after another, the ten take 6 s and more)
+    assert elapsed < 8, elapsed
+    # And the ones it had no time for are the answer's failures, back on the queue at once (visibility 0) for the
+    # next invocation, in order; the ones tried were delivered
+    untried = {handle for handle, seconds in held if seconds == 0}
+    failed = {f["itemIdentifier"] for f in answer["batchItemFailures"]}
+    assert untried and peer.connections + len(untried) == 10, (peer.connections, held)
+    assert failed == {r["messageId"] for r in records[peer.connections :]}, (failed, peer.connections)
+
+
+def test_a_push_batch_runs_its_message_groups_side_by_side(
+    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given ten deliveries, each to its own config (its own message group) at a receiver that never answers, with a
+    # 1 s delivery deadline and 5 s left in the invocation
+    peer = SlowPeer("silent", most=30)
+    peers.append(peer)
+    function, records, held = _slow_batch(
+        local_runtime, peers, monkeypatch, [f"c{n}" for n in range(10)], peer, deadline=1
+    )
+
+    # When the batch runs
+    with local_runtime.paused("PushFunction"):
+        started = time.monotonic()
         answer = function.handler({"Records": records}, LambdaContext("push", timeout_ms=5000))
         elapsed = time.monotonic() - started
 
-    # Then it ended before the function's 5 s (before issue 15: ten 1 s timeouts, 10 s, past its timeout)
-    assert elapsed < 5, elapsed
-    # And every delivery is in the answer's failures: the ones tried, to be retried later; the ones it had no
-    # time for, back on the queue at once (visibility 0) for the next invocation
+    # Then every group was tried at once, none waiting for another's receiver (one after another: three tried in
+    # the invocation's time, seven handed back untried)
+    assert peer.connections == 10 and elapsed < 5, (peer.connections, elapsed)
+    # And each comes back later, as a delivery that timed out does
     assert sorted(f["itemIdentifier"] for f in answer["batchItemFailures"]) == sorted(r["messageId"] for r in records)
-    untried = [seconds for _, seconds in held if seconds == 0]
-    assert peer.connections + len(untried) == 10 and untried, (peer.connections, held)
+    assert len(held) == 10 and all(seconds > 0 for _, seconds in held), held
 
 
 def _record(message_id: str, body: dict[str, Any], group: str) -> dict[str, Any]:
