@@ -3,7 +3,8 @@
 Every write a function or the api makes through boto3 bumps a counter: a table write the stream pollers'
 (TABLE_WRITES), a queue message or an event (which the bus puts on a queue) the queue pollers' (QUEUE_WRITES).
 A poller that found nothing sleeps with a growing timeout (up to `IDLE_MAX_SECONDS`) or until its counter moves:
-a table write does not wake the queue pollers, nor a queue message the stream pollers, for nothing. What no write announces (an SQS message whose delay or visibility timeout runs out) is found
+a table write does not wake the queue pollers, nor a queue message the stream pollers, for nothing. What no
+write announces (an SQS message whose delay or visibility timeout runs out) is found
 by the timeout, so it arrives at most `IDLE_MAX_SECONDS` late. A stream record always follows a table
 write, so the stream poller may sleep longer.
 """

@@ -297,8 +297,7 @@ def patch_moto_dynamodb() -> None:
 
 
 _direct_endpoints: set[str] = set()  # scheme://host:port of the moto servers this process runs
-_direct_app: Any = None
-_direct_on = False
+_direct_app: Any = None  # moto's WSGI application, once the direct transport is installed
 
 
 def install_direct_transport(*endpoints: str) -> None:
@@ -308,10 +307,10 @@ def install_direct_transport(*endpoints: str) -> None:
     werkzeug's server and a thread per connection on the other) was a third of the local stack's CPU, all of it
     under one GIL with the Runtime it stands in for (issue 15's fair-push figure). Other processes (the CLI, a
     receiver) still reach the same moto over HTTP."""
-    global _direct_app, _direct_on
+    global _direct_app
     with _installed:
         _direct_endpoints.update(endpoints)
-        if _direct_on:
+        if _direct_app is not None:
             return
         from botocore.endpoint import Endpoint
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -326,7 +325,6 @@ def install_direct_transport(*endpoints: str) -> None:
             return _run_in_process(request)
 
         Endpoint._send = send
-        _direct_on = True
 
 
 def remove_direct_transport(*endpoints: str) -> None:

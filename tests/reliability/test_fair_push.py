@@ -118,7 +118,7 @@ def _slow_batch(
     peer: SlowPeer, deadline: int,
 ) -> tuple[Any, list[dict[str, Any]], list[tuple[str, int]]]:
     """One delivery per entry of `configs` (a config named twice: two events, in its one message group), each to
-    `peer`, with a delivery deadline of `deadline` seconds."""  # fmt: skip
+    `peer` (closed after the test), with a delivery deadline of `deadline` seconds."""
     function = local_runtime._functions["PushFunction"]
     runtime = function.runtime
     monkeypatch.setattr(runtime.settings, "push_timeout_seconds", deadline)
@@ -148,7 +148,6 @@ def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_bac
     # (118 bytes, one every 5 ms: over half a second), a 2 s delivery deadline, and a push function with 8 s left
     # in this invocation (2 s of it kept in reserve)
     peer = SlowPeer("drip", every=0.005)
-    peers.append(peer)
     function, records, held = _slow_batch(local_runtime, peers, monkeypatch, ["c0"] * 10, peer, deadline=2)
 
     # When the batch runs (as its own invocation: the Runtime's push poller waits meanwhile, as Lambda runs one
@@ -174,7 +173,6 @@ def test_a_push_batch_runs_its_message_groups_side_by_side(
     # Given ten deliveries, each to its own config (its own message group) at a receiver that never answers, with a
     # 1 s delivery deadline and 5 s left in the invocation
     peer = SlowPeer("silent", most=30)
-    peers.append(peer)
     function, records, held = _slow_batch(
         local_runtime, peers, monkeypatch, [f"c{n}" for n in range(10)], peer, deadline=1
     )

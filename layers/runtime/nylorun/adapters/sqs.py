@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,8 +29,6 @@ def process_groups_at_once(
     group). Lambda hands one invocation up to ten groups; run one after another, the last group waited for every
     other group's deliveries (issue 15: one task's fan-out ahead of another subject's only event), and a slow
     receiver for all of them. The answer: every group's `batchItemFailures`."""
-    from concurrent.futures import ThreadPoolExecutor
-
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in event.get("Records", []):
         groups.setdefault(record.get("attributes", {}).get("MessageGroupId", ""), []).append(record)
