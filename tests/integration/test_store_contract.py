@@ -589,6 +589,23 @@ def test_a_fan_out_reads_configs_a_page_at_a_time_and_remembers_how_far_it_got(s
 
 
 
+def test_expiring_a_step_s_configs_when_one_was_deleted_meanwhile_expires_the_rest_and_keeps_it_deleted(
+    store: TaskStore, owner: Owner
+) -> None:
+    # Given a task with three configs, of which one is deleted after a fan-out step read them
+    record = working(store, owner)
+    for config_id in ("a", "b", "c"):
+        store.put_push_config(record.task_id, push(config_id, record.task_id, "2024-01-01"))
+    store.delete_push_config(record.task_id, "b")
+    # When the step expires the three it queued
+    store.expire_push_configs(record.task_id, int(time.time()) + 3600, ["a", "b", "c"])
+    # Then the other two expire, and the deleted one is not made again (DynamoDB: the transaction of the three is
+    # canceled, and each is expired on its own condition)
+    expires = {c.config.id: c.expires_at for c in store.list_push_configs(record.task_id)}
+    assert set(expires) == {"a", "c"} and None not in expires.values()
+    assert store.get_push_config(record.task_id, "b") is None
+
+
 # ---------------------------------------------------------------- quotas (issue 15; nylorun.domain.quotas)
 QUOTAS = Quotas(turns_per_context=2, turns_per_subject=3, push_configs_per_task=2, push_configs_per_subject=3)
 

@@ -81,8 +81,9 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
     }),
     "PushFunctionRole": frozenset({
-        # configs: list (Query), expire (UpdateItem), read, remove on 410 (DeleteItem, with its task's and subject's
-        # counts: UpdateItem in the same transaction); the task's items (re-read)
+        # configs: list (Query), expire (UpdateItem; a fan-out step's in one transaction), read, remove on 410
+        # (DeleteItem, with its task's and subject's counts: UpdateItem in the same transaction); the task's items
+        # (re-read)
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
         "sqs:SendMessage*", "sqs:ChangeMessageVisibility",  # deliveries, dead letters; retry delays

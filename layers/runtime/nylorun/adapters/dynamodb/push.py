@@ -24,6 +24,11 @@ from nylorun.protocol.models import TaskState
 
 # The task's count changes only while it holds the count (and the state) that was read.
 _SAME_TASK = "#state = :state AND (attribute_not_exists(pushConfigs) OR pushConfigs = :configs)"
+# A config deleted meanwhile stays deleted: the condition fails, nothing to expire (no item made of a key).
+_EXPIRE = ("SET expiresAt = :at", "attribute_exists(PK)")
+# TransactWriteItems: at most 100 actions a call
+# (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+_TRANSACTION_MOST = 100
 
 
 def sealed(sealer: Sealer | None, task_id: str, config: StoredPushConfig) -> StoredPushConfig:
@@ -122,14 +127,18 @@ class PushConfigs:
 
     def expire_push_configs(self, task_id: str, expires_at: int, config_ids: Sequence[str] | None = None) -> None:
         ids = [str(c.config.id) for c in self.list_push_configs(task_id)] if config_ids is None else config_ids
-        for config_id in ids:
-            # A config deleted meanwhile stays deleted (the condition fails; nothing to expire).
-            self._t.update(
-                layout.push_config(task_id, config_id),
-                "SET expiresAt = :at",
-                "attribute_exists(PK)",
-                {":at": expires_at},
-            )
+        # One TransactWriteItems per (at most) 100 configs, not one UpdateItem each: a fan-out step's ten configs
+        # cost one round trip instead of ten (twice the write units; the push function's time is the dearer part).
+        for start in range(0, len(ids), _TRANSACTION_MOST):
+            chunk = ids[start : start + _TRANSACTION_MOST]
+            txn = self._t.transaction()
+            for n, config_id in enumerate(chunk):
+                txn.update(str(n), layout.push_config(task_id, config_id), *_EXPIRE, {":at": expires_at})
+            try:
+                txn.write()
+            except Canceled:  # a config deleted (or changed) meanwhile: one at a time, each on its own condition
+                for config_id in chunk:
+                    self._t.update(layout.push_config(task_id, config_id), *_EXPIRE, {":at": expires_at})
 
     def push_configs_after(self, task_id: str, after: str | None, limit: int) -> list[StoredPushConfig]:
         # One page of the key range: a fan-out step reads only the configs it queues (not all of them each step).
