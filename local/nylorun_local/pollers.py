@@ -187,6 +187,8 @@ class QueuePoller(_Poller):
         super().__init__(function_name, QUEUE_WRITES, environments=environments)
 
     def _poll_once(self, environment: int) -> bool:
+        if not LocalAws.receivable(self._url):
+            return False  # nothing to hand out: no ReceiveMessage (see LocalAws.receivable)
         out = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self._batch,

@@ -243,6 +243,33 @@ def test_a_long_poll_on_one_queue_does_not_hold_up_receives_on_another(local_run
     assert statistics.median(took) < 0.3, took
 
 
+def test_the_local_pollers_peek_at_a_fifo_queue_agrees_with_what_a_receive_hands_out(local_runtime: LocalRuntime) -> None:
+    # The local event source mappings look at moto's queue before they call ReceiveMessage (LocalAws.receivable)
+    sqs = local_runtime.aws.client("sqs")
+    attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    url = sqs.create_queue(QueueName=f"peek-{uuid.uuid4().hex[:8]}.fifo", Attributes=attributes)["QueueUrl"]
+    peek = local_runtime.aws.receivable
+    # Given an empty queue: nothing to hand out
+    assert not peek(url) and "Messages" not in sqs.receive_message(QueueUrl=url)
+    # When one group gets two messages and its first is received (in flight)
+    for body in ("1", "2"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g1")
+    assert peek(url)
+    (first,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=30)["Messages"]
+    # Then the rest of that group waits: the peek says so, and so does a receive
+    assert first["Body"] == "1" and not peek(url) and "Messages" not in sqs.receive_message(QueueUrl=url)
+    # When another group's message arrives, it can be handed out (and only it)
+    sqs.send_message(QueueUrl=url, MessageBody="3", MessageGroupId="g2")
+    assert peek(url)
+    (other,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    assert other["Body"] == "3" and not peek(url)
+    # And the first group's message, visible again (handed back at once), frees its group
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    assert peek(url)
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    assert [m["Body"] for m in again] == ["1", "2"]
+
+
 def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtime: LocalRuntime) -> None:
     from nylorun_local.activity import Activity
     from nylorun_local.pollers import StreamPoller
