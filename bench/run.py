@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -286,9 +287,15 @@ def _fairness(results: dict[str, Any]) -> list[str]:
         (
             f"6. Fair push (local Runtime): another subject's delivery {fair['under_load_median_ms']:.0f} ms while one "
             f"task's {fair['configs']} configs are pushed, against {fair['baseline_median_ms']:.0f} ms alone: "
-            f"{fair['ratio']:.2f}x (runs {fair['under_load_ms']} / {fair['baseline_ms']})"
+            f"{fair['ratio']:.2f}x, the slowest run {fair.get('worst_ratio', fair['ratio']):.2f}x "
+            f"(runs {fair['under_load_ms']} / {fair['baseline_ms']})"
         ),
         f"   the {fair['configs']} deliveries took {fair['fan_out_delivered_seconds']} s",
+        *(
+            [(f"   control, no push: next to one busy Python thread {statistics.median(fair['busy_thread_ms']):.0f} ms, "
+              f"{fair['busy_thread_ratio']:.2f}x")]
+            if "busy_thread_ms" in fair else []
+        ),
         *(
             [(f"   of which its turn (send → COMPLETED written): {fair['under_load_turn_ms']} ms loaded, "
              f"{fair['baseline_turn_ms']} ms alone; the rest is its push path")]
