@@ -258,6 +258,10 @@ def test_the_local_pollers_peek_at_a_fifo_queue_agrees_with_what_a_receive_hands
     (first,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=30)["Messages"]
     # Then the rest of that group waits: the peek says so, and so does a receive
     assert first["Body"] == "1" and not peek(url) and "Messages" not in sqs.receive_message(QueueUrl=url)
+    # (and the queue's counts, which the local stack counts once per queue operation, are today's)
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert [counts[name] for name in names] == ["1", "1"]
     # When another group's message arrives, it can be handed out (and only it)
     sqs.send_message(QueueUrl=url, MessageBody="3", MessageGroupId="g2")
     assert peek(url)
