@@ -126,3 +126,35 @@ def test_an_answer_and_an_expired_wait_are_counted(capsys: pytest.CaptureFixture
     # Then one expired wait is counted, and the task failed
     assert flushed(capsys)["InteractionExpired"] == 1
     assert rt.record(second["id"]).state == TaskState.FAILED
+
+
+def test_metrics_added_from_several_threads_at_once_are_all_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given eight threads (as the push function's message groups run side by side), started together, each adding
+    # one to the same 90 counts, the interpreter switching threads as often as it can
+    import sys
+    import threading
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):
+            start = threading.Barrier(8)
+
+            def add(start: threading.Barrier = start) -> None:
+                start.wait()
+                for n in range(90):
+                    metrics.add_metric(name=f"Count{n}", unit="Count", value=1)
+
+            threads = [threading.Thread(target=add) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            metrics.flush_metrics()
+    finally:
+        sys.setswitchinterval(switch)
+    # Then every add reaches CloudWatch: 20 rounds x 8 threads of each count
+    totals = Counter[str]()
+    for name, _, value in emf_lines(capsys.readouterr().out):
+        totals[name] += int(value)
+    assert len(totals) == 90 and set(totals.values()) == {160}
