@@ -153,6 +153,8 @@ def _counted_once(count: Callable[[Any], int], name: str) -> property:
         return int(memo[key])
 
     return property(once)
+
+
 _dynamodb_patched = False
 
 
