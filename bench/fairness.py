@@ -130,6 +130,7 @@ def push_fairness(
         busy = _next_to_a_busy_thread(bench, other, 3)
         loaded_runs: list[tuple[float, float]] = []
         loaded_at: list[float] = []  # how far the 1,000 deliveries had got when each loaded run started
+        meanwhile: list[int] = []  # how many of the 1,000 arrived during each loaded run
         fan_out_s: list[float] = []
         for _ in range(rounds):
             hold.clear()
@@ -149,10 +150,12 @@ def push_fairness(
                 at = (crowd.received - before) / configs
                 if at >= 0.5:
                     break
+                delivered = crowd.received
                 sample = _other_delivery_ms(bench, other)
                 if crowd.received - before < configs:  # it ended while the push still ran
                     loaded_runs.append(sample)
                     loaded_at.append(at)
+                    meanwhile.append(crowd.received - delivered)
             deadline = time.monotonic() + 900
             while crowd.received - before < configs and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -175,6 +178,9 @@ def push_fairness(
         # Where the time goes: the other subject's turn (send → its COMPLETED status written) and the rest, its push
         # path (hand-off, fan-out, delivery through the push queue).
         "under_load_started_at": [round(at, 2) for at in loaded_at],  # share of the 1,000 delivered by then
+        # Fairness without the clock: of the big task's deliveries, how many arrived while the other subject's one
+        # was on its way (all 1,000 would mean it waited behind them; it shares the queue and the CPU with them).
+        "delivered_meanwhile": meanwhile,
         "worst_ratio": round(max(loaded) / statistics.median(baseline), 2),
         # The control: no push at all, one busy Python thread beside the same path.
         "busy_thread_ms": [round(ms, 1) for ms in busy],

@@ -292,6 +292,10 @@ def _fairness(results: dict[str, Any]) -> list[str]:
         ),
         f"   the {fair['configs']} deliveries took {fair['fan_out_delivered_seconds']} s",
         *(
+            [f"   of those, arrived while each loaded run was on its way: {fair['delivered_meanwhile']}"]
+            if "delivered_meanwhile" in fair else []
+        ),
+        *(
             [(f"   control, no push: next to one busy Python thread {statistics.median(fair['busy_thread_ms']):.0f} ms, "
               f"{fair['busy_thread_ratio']:.2f}x")]
             if "busy_thread_ms" in fair else []
