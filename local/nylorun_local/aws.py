@@ -32,6 +32,7 @@ LambdaHandler = Callable[[dict[str, Any], Any], Any]
 
 _handlers: dict[str, list[LambdaHandler]] = {}  # function name -> one handler per execution environment
 _timeouts_ms: dict[str, int] = {}  # function name -> its Timeout
+_DEFAULT_TIMEOUT_MS = 300_000  # a function registered without one
 _installed = threading.Lock()
 _shim_on = False
 
@@ -54,7 +55,7 @@ class LambdaContext:
         self.log_group_name = f"/aws/lambda/{name}"
         self.log_stream_name = "local"
         # Counts down from the function's Timeout (the template's, as registered), as Lambda's does.
-        self._ends = time.monotonic() + (timeout_ms or _timeouts_ms.get(name, 300_000)) / 1000
+        self._ends = time.monotonic() + (timeout_ms or function_timeout_ms(name)) / 1000
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._ends - time.monotonic()) * 1000))
@@ -65,6 +66,11 @@ def register_handler(function_name: str, handler: LambdaHandler, timeout_seconds
     _handlers[function_name] = [handler]
     if timeout_seconds is not None:
         _timeouts_ms[function_name] = timeout_seconds * 1000
+
+
+def function_timeout_ms(function_name: str) -> int:
+    """The function's Timeout as registered (the template's), in milliseconds."""
+    return _timeouts_ms.get(function_name, _DEFAULT_TIMEOUT_MS)
 
 
 def add_environment(function_name: str, handler: LambdaHandler) -> int:

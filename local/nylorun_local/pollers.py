@@ -169,6 +169,24 @@ class StreamPoller(_Poller):
         return True
 
 
+def sqs_records(messages: list[dict[str, Any]], queue_arn: str) -> list[dict[str, Any]]:
+    """ReceiveMessage's messages as Lambda's SQS event gives them."""
+    return [
+        {
+            "messageId": m["MessageId"],
+            "receiptHandle": m["ReceiptHandle"],
+            "body": m["Body"],
+            "attributes": m.get("Attributes", {}),
+            "messageAttributes": m.get("MessageAttributes", {}),
+            "md5OfBody": m.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": queue_arn.split(":")[3],
+        }
+        for m in messages
+    ]
+
+
 class QueuePoller(_Poller):
     """SQS queue → function, like Lambda's SQS event source mapping: batches of up to `batch_size`, the
     messages named in `batchItemFailures` (or the whole batch, if the function fails) stay on the queue
@@ -198,20 +216,7 @@ class QueuePoller(_Poller):
         messages = out.get("Messages", [])
         if not messages:
             return False
-        records = [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": m.get("MessageAttributes", {}),
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": self._arn,
-                "awsRegion": "us-east-1",
-            }
-            for m in messages
-        ]
+        records = sqs_records(messages, self._arn)
         result, error = invoke_registered(self._function, {"Records": records}, environment)
         if error:
             return True  # nothing deleted: the whole batch comes back after its visibility timeout

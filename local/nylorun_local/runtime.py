@@ -21,8 +21,9 @@ from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
 
 from nylorun_local.activity import Activity
-from nylorun_local.aws import LocalAws, free_port
+from nylorun_local.aws import LocalAws, free_port, function_timeout_ms
 from nylorun_local.pollers import QueuePoller, StreamPoller
+from nylorun_local.push_processes import PushProcesses
 from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions, stream_filters
 from nylorun_local.ttl import TtlSweeper
 
@@ -62,6 +63,9 @@ class LocalOptions:
     # How often the local TTL deletes expired items (nylorun_local.ttl; DynamoDB's takes up to days). The environment's
     # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk (README "Data retention").
     ttl_sweep_seconds: float = field(default_factory=lambda: float(os.environ.get("NYLORUN_LOCAL_TTL_SECONDS") or 60))
+    # The push function's environments as this many processes of their own (nylorun_local.push_processes), as Lambda
+    # runs them; 0: threads of this process (PUSH_ENVIRONMENTS), which tests can reach into.
+    push_processes: int = field(default_factory=lambda: int(os.environ.get("NYLORUN_LOCAL_PUSH_PROCESSES") or 0))
 
 
 class LocalRuntime:
@@ -93,6 +97,7 @@ class LocalRuntime:
         self._functions: dict[str, Any] = {}  # logical id -> the handler module of its first execution environment
         self.environments: dict[str, list[Any]] = {}  # logical id -> the modules of its environments, where several
         self._pollers: list[StreamPoller | QueuePoller] = []
+        self._push_processes: PushProcesses | None = None
         self._state_file: Path | None = None
         self._ttl: TtlSweeper | None = None
         self._server: uvicorn.Server | None = None
@@ -160,7 +165,8 @@ class LocalRuntime:
         self._state_file = write_state_file(self.options.port, self.aws.endpoint, env)
         self._functions = start_functions(self.stack)
         push = self._functions["PushFunction"]
-        self.environments = {"PushFunction": [push, *add_environments(self.stack, "PushFunction", push, PUSH_ENVIRONMENTS - 1)]}
+        threads = 0 if opts.push_processes else PUSH_ENVIRONMENTS - 1
+        self.environments = {"PushFunction": [push, *add_environments(self.stack, "PushFunction", push, threads)]}
         self.runtime = build_runtime(Settings.from_env())
         # Lambda's event source mappings, with Lambda's semantics (moto's run inline and drop failures).
         names, stream = self.stack.function_names, self.stack.table_stream_arn
@@ -173,11 +179,15 @@ class LocalRuntime:
             StreamPoller(self.aws, stream, names["SweepFunction"], batch_size=10, filters=stream_filters("SweepFunction"),
                          idle_max=max(opts.ttl_sweep_seconds, 5.0), activity=expired).start(),
             QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
-            QueuePoller(
-                self.aws, self.stack.push_queue_url, self.stack.function_names["PushFunction"],
-                environments=len(self.environments["PushFunction"]),
-            ).start(),
         ]
+        if opts.push_processes:
+            name = names["PushFunction"]
+            self._push_processes = PushProcesses(name, function_timeout_ms(name), opts.push_processes).start()
+        else:
+            self._pollers.append(
+                QueuePoller(self.aws, self.stack.push_queue_url, names["PushFunction"],
+                            environments=len(self.environments["PushFunction"])).start()
+            )  # fmt: skip
         return self.runtime
 
     def add_agent(self, agent: Agent) -> None:
@@ -230,6 +240,8 @@ class LocalRuntime:
             self._ttl.stop()
         for poller in self._pollers:
             poller.stop()
+        if self._push_processes is not None:
+            self._push_processes.stop()
         self.aws.stop()
         if self._state_file is not None:
             self._state_file.unlink(missing_ok=True)

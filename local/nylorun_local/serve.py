@@ -60,6 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
                 model=args.model,
                 allowed_origins=args.allow_origin or [],
                 allow_remote_without_auth=args.allow_remote_without_auth,
+                **({"push_processes": args.push_processes} if args.push_processes is not None else {}),
             )
         )
     except ValueError as exc:
@@ -160,6 +161,14 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")
+    serve.add_argument(
+        "--push-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run the push function's environments as N processes of their own, as Lambda does "
+        "(default: $NYLORUN_LOCAL_PUSH_PROCESSES, else threads of this process)",
+    )
     serve.add_argument(
         "--wait-ms",
         type=_wait_ms,
