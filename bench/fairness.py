@@ -27,7 +27,7 @@ from nylorun.engine import Agent, Turn
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
 
-from bench.local_stack import OTHER_TOKEN, SKILLS, TERMINAL, Bench
+from bench.local_stack import BENCH_PUSH_PROCESSES, OTHER_TOKEN, SKILLS, TERMINAL, Bench
 
 TARGET = 2.0
 
@@ -124,6 +124,7 @@ def push_fairness(
         thread.start()
     assert bench.local.runtime is not None
     store = bench.local.runtime.store
+    bench.local.push_in_processes(BENCH_PUSH_PROCESSES)  # before the warm-up run, which waits for them
     try:
         _other_delivery_ms(bench, other)  # warm-up
         alone = [_other_delivery_ms(bench, other) for _ in range(baseline_runs)]

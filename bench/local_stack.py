@@ -35,7 +35,8 @@ from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 TOKEN = "bench-token"
 OTHER_TOKEN = "bench-other-token"  # a second subject (figure 6: fair push)
-# The push function's environments as processes (local/nylorun_local/push_processes.py), as Lambda runs them.
+# Figure 6: the push function's environments as processes (local/nylorun_local/push_processes.py), as Lambda runs
+# them; the other figures keep the threads, whose AWS calls the bench counts in-process.
 BENCH_PUSH_PROCESSES = int(os.environ.get("NYLORUN_LOCAL_PUSH_PROCESSES") or 8)
 SKILLS = [Skill(id="bench", name="Bench", description="Benchmark agent.", tags=["bench"])]
 SERVICES = ("dynamodb", "stepfunctions", "sqs", "events", "lambda")
@@ -117,7 +118,6 @@ class Bench:
                 dev_tokens={TOKEN: "bench", OTHER_TOKEN: "bench-other"},
                 a2a_wait_ms=20_000,
                 # The push function's environments in processes of their own, as on Lambda (figure 6).
-                push_processes=BENCH_PUSH_PROCESSES,
                 # The figures measure throughput, not quotas: room for the fair-push figure's 1,000 configs.
                 extra_env={"NYLORUN_MAX_PUSH_CONFIGS_PER_TASK": "1000", "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT": "2000"},
             )

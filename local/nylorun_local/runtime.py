@@ -181,14 +181,25 @@ class LocalRuntime:
             QueuePoller(self.aws, self.stack.context_queue_url, self.stack.function_names["DispatchFunction"]).start(),
         ]
         if opts.push_processes:
-            name = names["PushFunction"]
-            self._push_processes = PushProcesses(name, function_timeout_ms(name), opts.push_processes).start()
+            self.push_in_processes(opts.push_processes)
         else:
             self._pollers.append(
                 QueuePoller(self.aws, self.stack.push_queue_url, names["PushFunction"],
                             environments=len(self.environments["PushFunction"])).start()
             )  # fmt: skip
         return self.runtime
+
+    def push_in_processes(self, count: int) -> None:
+        """From now on the push function's environments are `count` processes of their own (LocalOptions.push_processes
+        from the start); its threads, if they ran, take no more batches."""
+        assert self.stack is not None, "call prepare() first"
+        if self._push_processes is not None:
+            return
+        name = self.stack.function_names["PushFunction"]
+        for poller in [p for p in self._pollers if p.function_name == name]:
+            poller.stop()
+            self._pollers.remove(poller)
+        self._push_processes = PushProcesses(name, function_timeout_ms(name), count).start()
 
     def add_agent(self, agent: Agent) -> None:
         """Serve one more Agent: the api app (cards) and the turn function (turns) each load a registry."""
