@@ -164,6 +164,30 @@ def _counted_once(count: Callable[[Any], int], name: str) -> property:
 _dynamodb_patched = False
 
 
+def _first_of_page(partition: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The items a first page of a Query of one partition can hold: those its key condition keeps, in key order,
+    `Limit` + 1 of them (moto needs the one after the page to say there is more). moto tests the condition and
+    sizes every item of the partition for every page: a page of 11 of a task's 1,000 push configs took 16 ms, 10 ms
+    with this (7 ms with the serializer's memo, `_memoize_attribute_keys`). Items
+    are compared by the same values moto's own sort and condition use (`cast_value`); a page that starts after a
+    key (ExclusiveStartKey) or uses legacy filters is left to moto whole. A FilterExpression is applied after the
+    Limit, on DynamoDB and in moto, so it does not change which items a page reads."""
+    from moto.dynamodb.comparisons import get_comparison_func
+
+    names = ("range_comparison", "range_objs", "limit", "exclusive_start_key", "scan_index_forward")
+    given = dict(zip(names, args, strict=False)) | {name: kwargs[name] for name in names if name in kwargs}
+    extra = set(kwargs) - set(names) - {"projection_expressions", "index_name", "consistent_read", "filter_expression",
+                                         "hash_key_conditions", "range_key_conditions"}  # fmt: skip
+    if given.get("exclusive_start_key") is not None or extra or not partition or partition[0].range_key is None:
+        return partition
+    if given.get("range_comparison"):
+        compare = get_comparison_func(given["range_comparison"])
+        values = [value.cast_value for value in given.get("range_objs") or ()]
+        partition = [item for item in partition if compare(item.range_key.cast_value, *values)]
+    partition.sort(key=lambda item: item.range_key.cast_value, reverse=given.get("scan_index_forward") is False)
+    return partition[: given["limit"] + 1] if given.get("limit") else partition
+
+
 def patch_moto_dynamodb() -> None:
     """Fixes to moto 5.2.5's DynamoDB for a server many threads write to at once (AWS needs neither), and
     one to its item size limit:
@@ -241,6 +265,7 @@ def patch_moto_dynamodb() -> None:
                 return original_query(self, hash_key, *args, **kwargs)
             rows = self.items.get(hash_key)
             partition = list(rows.values()) if isinstance(rows, dict) else [rows] if rows is not None else []
+            partition = _first_of_page(partition, args, kwargs)
             self.all_items = lambda: partition  # this call's view of the table, removed after
             try:
                 return original_query(self, hash_key, *args, **kwargs)
@@ -363,7 +388,36 @@ def patch_moto_dispatch() -> None:
 
         modules = tuple(backends.list_of_moto_modules())
         backends.list_of_moto_modules = lambda: modules  # werkzeug_app calls it by module
+        _memoize_attribute_keys()
         _dispatch_patched = True
+
+
+def _memoize_attribute_keys() -> None:
+    """moto's response serializer asks, for every member of every structure it writes, which attribute names the
+    value may be found under: it builds six alias providers and asks each (a DynamoDB AttributeValue has ten
+    members, so an item of ten attributes asks ~100 times). The answer depends only on the object's class, the
+    shape and the member's name, all fixed while the process runs: it is worked out once for each. A GetItem
+    spent four fifths of moto's time there."""
+    from moto.core.serialize import AttributePicker, XFormedAttributePicker
+
+    for picker in (AttributePicker, XFormedAttributePicker):
+        original = picker.get_possible_keys
+        known: dict[tuple[Any, ...], tuple[Any, tuple[str, ...]]] = {}
+
+        def get_possible_keys(self: Any, context: Any, original: Any = original, known: dict[Any, Any] = known) -> Any:
+            obj, shape = context.obj, context.shape
+            if "Meta" in getattr(obj, "__dict__", ()):  # aliases of its own: not the class's
+                return original(self, context)
+            # moto sets a member's shape's `parent` as it writes the structure: part of the question too
+            shapes = (shape, getattr(shape, "parent", None))
+            key = (type(self), tuple(self.alias_providers), type(obj), *map(id, shapes), context.key)
+            hit = known.get(key)
+            # the shapes are kept with their answer, so their ids are not reused while it is
+            if hit is None or any(a is not b for a, b in zip(hit[0], shapes, strict=True)):
+                hit = known[key] = (shapes, tuple(original(self, context)))
+            return hit[1]
+
+        picker.get_possible_keys = get_possible_keys  # type: ignore[method-assign]
 
 
 _direct_endpoints: set[str] = set()  # scheme://host:port of the moto servers this process runs

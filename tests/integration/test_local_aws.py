@@ -274,6 +274,62 @@ def test_the_local_pollers_peek_at_a_fifo_queue_agrees_with_what_a_receive_hands
     assert [m["Body"] for m in again] == ["1", "2"]
 
 
+@pytest.mark.parametrize("kind", ["S", "N"])
+def test_a_query_of_one_partition_pages_as_dynamodb_does(local_runtime: LocalRuntime, kind: str) -> None:
+    # The local stack reads a Query's first page from the partition alone (aws.py _first_of_page); paged to the
+    # end, every condition, order, limit and filter gives the partition's items in key order, each once
+    db = local_runtime.aws.client("dynamodb")
+    table = f"pages-{uuid.uuid4().hex[:8]}"
+    db.create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}, {"AttributeName": "SK", "AttributeType": kind}],
+    )  # fmt: skip
+    keys = [f"k{n:02}" for n in range(25)] if kind == "S" else [str(n) for n in range(25)]  # "10" after "9"
+    for n, key in enumerate(sorted(keys, key=lambda k: (hash(k) % 7, k))):  # not written in key order
+        db.put_item(TableName=table, Item={"PK": {"S": "p"}, "SK": {kind: key}, "even": {"BOOL": n % 2 == 0}})
+        db.put_item(TableName=table, Item={"PK": {"S": "other"}, "SK": {kind: key}, "even": {"BOOL": True}})
+    order = sorted(keys, key=(lambda k: k) if kind == "S" else int)
+    mid, late = order[7], order[18]
+    cases: list[tuple[str, dict[str, Any], list[str]]] = [
+        ("PK = :p", {}, order),
+        ("PK = :p AND SK > :a", {":a": mid}, order[8:]),
+        ("PK = :p AND SK >= :a", {":a": mid}, order[7:]),
+        ("PK = :p AND SK < :a", {":a": late}, order[:18]),
+        ("PK = :p AND SK BETWEEN :a AND :b", {":a": mid, ":b": late}, order[7:19]),
+    ]
+    if kind == "S":
+        cases.append(("PK = :p AND begins_with(SK, :a)", {":a": "k1"}, [k for k in order if k.startswith("k1")]))
+    for condition, values, expected in cases:
+        for forward in (True, False):
+            for limit in (None, 1, 4, 25):
+                for only_even in (False, True):
+                    params: dict[str, Any] = {
+                        "TableName": table, "KeyConditionExpression": condition, "ScanIndexForward": forward,
+                        "ExpressionAttributeValues": {":p": {"S": "p"}} | {k: {kind: v} for k, v in values.items()},
+                    }  # fmt: skip
+                    if limit:
+                        params["Limit"] = limit
+                    if only_even:
+                        params["FilterExpression"] = "even = :t"
+                        params["ExpressionAttributeValues"][":t"] = {"BOOL": True}
+                    got, even = [], set()
+                    while True:
+                        page = db.query(**params)
+                        assert limit is None or page["ScannedCount"] <= limit
+                        got += [item["SK"][kind] for item in page["Items"]]
+                        if "LastEvaluatedKey" not in page:
+                            break
+                        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+                    want = expected if forward else expected[::-1]
+                    if only_even:
+                        scan = db.scan(TableName=table, FilterExpression="PK = :p AND even = :t",
+                                       ExpressionAttributeValues={":p": {"S": "p"}, ":t": {"BOOL": True}})  # fmt: skip
+                        even = {item["SK"][kind] for item in scan["Items"]}
+                        want = [k for k in want if k in even]
+                    assert got == want, (condition, forward, limit, only_even)
+
+
 def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtime: LocalRuntime) -> None:
     from nylorun_local.activity import Activity
     from nylorun_local.pollers import StreamPoller
