@@ -27,11 +27,13 @@ from nylorun.adapters.webhooks import WebhookSender
 from nylorun.domain.ids import Owner
 from nylorun.engine import Agent, Turn
 from nylorun.engine.files import FileFetchFailed, FileService
+from nylorun.events import STATUS_CHANGED
 from nylorun.ports import StoredObject, StoredPushConfig
 from nylorun.protocol.models import Message, Part, TaskPushNotificationConfig, now_timestamp
 from nylorun.service.push import Delivery
 from nylorun.settings import Settings
 from nylorun_local.aws import LambdaContext
+from nylorun_local.pollers import sqs_records
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import ALICE, BOB, Receiver, poll, rpc, user_message
 from webhook_receiver import own_secrets
@@ -189,6 +191,64 @@ def test_a_push_batch_runs_its_message_groups_side_by_side(
     # And each comes back later, as a delivery that timed out does
     assert sorted(f["itemIdentifier"] for f in answer["batchItemFailures"]) == sorted(r["messageId"] for r in records)
     assert len(held) == 10 and all(seconds > 0 for _, seconds in held), held
+
+
+def test_a_slow_receiver_in_the_batch_does_not_hold_up_every_tasks_events(
+    local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given, on the push queue in this order: an event from the bus (in the bus's one message group, which every
+    # task's events share), a delivery to another subject's receiver that never answers (4 s deadline), and a
+    # second event in the bus's group; Lambda hands the first two to one invocation (the group of the second is
+    # locked while the first is in flight)
+    peer = SlowPeer("silent", most=30)
+    function, (record,), _ = _slow_batch(local_runtime, peers, monkeypatch, ["c0"], peer, deadline=4)
+    assert local_runtime.stack is not None
+    sqs, url = function.runtime.push_queue._sqs, local_runtime.stack.push_queue_url
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    bus = f"events-{uuid.uuid4()}"  # the rule's fixed group, named for this test alone
+
+    def event(n: int) -> str:
+        task_id = f"no-configs-{uuid.uuid4()}"  # a task nobody is pushed: its hand-off has nothing to move
+        status = {"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}}
+        detail = {"taskId": task_id, "eventId": f"ev{n}", "state": "TASK_STATE_WORKING", "statusUpdate": status}
+        return json.dumps({"detail-type": STATUS_CHANGED, "detail": detail})
+
+    sent = [(event(1), bus), (record["body"], record["attributes"]["MessageGroupId"]), (event(2), bus)]
+    with local_runtime.paused("PushFunction"):
+        for body, group in sent:
+            sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=str(uuid.uuid4()))
+        batch = _receive(sqs, url, {body for body, _ in sent[:2]})
+
+        # When the invocation runs
+        invocation = threading.Thread(
+            target=function.handler, args=({"Records": sqs_records(batch, arn)}, LambdaContext("push", timeout_ms=20_000))
+        )
+        invocation.start()
+        try:
+            # Then the second event is handed out while the invocation still waits for that receiver (before issue
+            # 15's change the bus's group stayed locked until the whole batch ended)
+            second = _receive(sqs, url, {sent[2][0]}, until=invocation.is_alive)
+            assert second and invocation.is_alive(), "the second event waited for the slow delivery"
+        finally:
+            invocation.join()
+            for message in batch + second:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _receive(sqs: Any, url: str, bodies: set[str], until: Any = lambda: True) -> list[dict[str, Any]]:
+    """Receive until the messages with these bodies are in hand (others are handed back at once), or `until()` is
+    false, or 20 s have passed."""
+    got: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 20
+    while len(got) < len(bodies) and until() and time.monotonic() < deadline:
+        answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0)
+        for message in answer.get("Messages", []):
+            if message["Body"] in bodies:
+                got.append(message)
+            else:
+                sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        time.sleep(0.05)
+    return got
 
 
 def _record(message_id: str, body: dict[str, Any], group: str) -> dict[str, Any]:

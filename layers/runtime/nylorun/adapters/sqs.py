@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from nylorun.ports import (
     REDRIVEN_QUEUES,
     DeadLetter,
@@ -130,6 +132,16 @@ class SqsPushQueue:
         self._sqs.change_message_visibility(
             QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
         )
+
+    def done(self, receipt_handle: str) -> bool:
+        """Delete a message handled before its batch ends, so its message group moves on now. False if SQS did not
+        take it: the event source mapping deletes it with the batch anyway (and deleting a message twice succeeds,
+        https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html)."""
+        try:
+            self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=receipt_handle)
+        except (BotoCoreError, ClientError):
+            return False
+        return True
 
 
 # ---------------------------------------------------------------------------------------------- dead letters
