@@ -53,13 +53,12 @@ def record_handler(record: SQSRecord) -> None:
         if result.outcome is Outcome.RETRY:
             delays[group] = result.delay_seconds
             raise RetryLater(result.reason)
-        return  # a delivery's group is its config's alone: it waits for its batch (one SQS request fewer each)
     else:
         runtime.push.hand_off(body)  # an EventBridge event, in the rule's one group
     # Issue 15: a FIFO group stays locked while any of its messages is in flight, and Lambda deletes a batch's
-    # messages only once the whole batch has ended: the bus's one group (every task's events) and a task's own group
-    # would wait for the slowest delivery in the batch (another subject's receiver, up to push_timeout_seconds).
-    # Handled, an event or a finished fan-out is deleted at once.
+    # messages only once the whole batch has ended: the bus's one group (every task's events), a task's own group and
+    # a config's next delivery would wait for the slowest delivery in the batch (another subject's receiver, up to
+    # push_timeout_seconds). A message handled is deleted at once.
     runtime.push_queue.done(record.receipt_handle)
 
 

@@ -193,13 +193,13 @@ def test_a_push_batch_runs_its_message_groups_side_by_side(
     assert len(held) == 10 and all(seconds > 0 for _, seconds in held), held
 
 
-def test_a_slow_receiver_in_the_batch_does_not_hold_up_every_tasks_events(
+def test_a_slow_receiver_in_the_batch_holds_up_no_other_message_group(
     local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given, on the push queue in this order: an event from the bus (in the bus's one message group, which every
-    # task's events share), a delivery to another subject's receiver that never answers (4 s deadline), and a
-    # second event in the bus's group; Lambda hands the first two to one invocation (the group of the second is
-    # locked while the first is in flight)
+    # task's events share), a delivery to another subject's receiver that never answers (4 s deadline), a delivery
+    # of a third subject's config, then a second event in the bus's group and a second delivery for that config;
+    # Lambda hands the first three to one invocation (the groups of the last two are locked while theirs are out)
     peer = SlowPeer("silent", most=30)
     function, (record,), _ = _slow_batch(local_runtime, peers, monkeypatch, ["c0"], peer, deadline=4)
     assert local_runtime.stack is not None
@@ -207,31 +207,41 @@ def test_a_slow_receiver_in_the_batch_does_not_hold_up_every_tasks_events(
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     bus = f"events-{uuid.uuid4()}"  # the rule's fixed group, named for this test alone
 
-    def event(n: int) -> str:
+    def event(n: int) -> tuple[str, str]:
         task_id = f"no-configs-{uuid.uuid4()}"  # a task nobody is pushed: its hand-off has nothing to move
         status = {"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}}
         detail = {"taskId": task_id, "eventId": f"ev{n}", "state": "TASK_STATE_WORKING", "statusUpdate": status}
-        return json.dumps({"detail-type": STATUS_CHANGED, "detail": detail})
+        return json.dumps({"detail-type": STATUS_CHANGED, "detail": detail}), bus
 
-    sent = [(event(1), bus), (record["body"], record["attributes"]["MessageGroupId"]), (event(2), bus)]
+    def delivery(n: int, task_id: str) -> tuple[str, str]:
+        # a config deleted meanwhile: dropped at once, as quick as a receiver that answers at once
+        payload = {"taskId": task_id, "contextId": "ctx", "status": {"state": "TASK_STATE_WORKING"}}
+        one = Delivery(event_id=f"e{n}", task_id=task_id, config_id="gone", kind="statusUpdate", payload=payload,
+                       first_attempt_at=time.time())  # fmt: skip
+        return json.dumps({"delivery": json.loads(one.to_json())}), one.group
+
+    third = f"third-{uuid.uuid4()}"
+    slow = (record["body"], record["attributes"]["MessageGroupId"])
+    sent = [event(1), slow, delivery(1, third), event(2), delivery(2, third)]
     with local_runtime.paused("PushFunction"):
         for body, group in sent:
             sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=str(uuid.uuid4()))
-        batch = _receive(sqs, url, {body for body, _ in sent[:2]})
+        batch = _receive(sqs, url, {body for body, _ in sent[:3]})
 
         # When the invocation runs
         invocation = threading.Thread(
             target=function.handler, args=({"Records": sqs_records(batch, arn)}, LambdaContext("push", timeout_ms=20_000))
         )
         invocation.start()
+        later: list[dict[str, Any]] = []
         try:
-            # Then the second event is handed out while the invocation still waits for that receiver (before issue
-            # 15's change the bus's group stayed locked until the whole batch ended)
-            second = _receive(sqs, url, {sent[2][0]}, until=invocation.is_alive)
-            assert second and invocation.is_alive(), "the second event waited for the slow delivery"
+            # Then the second event and the config's second delivery are handed out while the invocation still waits
+            # for that receiver (before, each group stayed locked until the whole batch had ended)
+            later = _receive(sqs, url, {body for body, _ in sent[3:]}, until=invocation.is_alive)
+            assert len(later) == 2 and invocation.is_alive(), [m["Body"][:40] for m in later]
         finally:
             invocation.join()
-            for message in batch + second:
+            for message in batch + later:
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 

@@ -86,7 +86,7 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         # (re-read)
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
-        # deliveries, dead letters; retry delays; a handled event or fan-out deleted before its batch ends
+        # deliveries, dead letters; retry delays; a message deleted as soon as it is handled, not with its batch
         "sqs:SendMessage*", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
         "secretsmanager:GetSecretValue",  # the push secret
         "kms:Decrypt",  # opens a config's credentials and token
