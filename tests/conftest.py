@@ -161,7 +161,7 @@ def nylorun_serve(args: list[str], ready: str, **popen: Any) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "nylorun_client.command", "serve", *args, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
+        **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True} | popen),
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}/v1/a2a/agents"
     deadline = time.monotonic() + 60

@@ -103,8 +103,9 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
     else:
         print("  auth: none (every caller is the subject 'anonymous')")
     if local.options.push_secret and runtime.settings.push_signing == "per-subject":
-        # Issue 15: each caller verifies with its own key, derived from this secret; no receiver needs the secret.
-        print(f"  push secret (the Runtime's; receivers use their own keys): {local.options.push_secret}")
+        # Issue 15: each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
+        # whoever holds it can sign for any subject: it is not shown (it is the one given, or generated for this run).
+        print("  push: signed with each caller's own key (the Runtime's push secret is not shown)")
         names = runtime.registry.names()
         agent = local.agent_url(names[0]) if names else f"{local.base_url}/v1/a2a/agents"
         print(f"  receive your pushes: NYLORUN_TOKEN=<your token> nylorun webhooks --from {agent}")

@@ -59,3 +59,18 @@ def test_wait_ms_bounds_a_blocking_send(served: str) -> None:
             break
         time.sleep(0.2)
     assert task["status"]["message"]["parts"][0]["text"] == "late"
+
+
+def test_serve_does_not_show_the_push_secret(tmp_path: Path) -> None:
+    # Given a Runtime whose deliveries are signed with each caller's own key (the default), from a push secret given
+    # on the command line (issue 15: whoever holds it can sign any subject's deliveries)
+    secret = "whsec_" + "c2VjcmV0LWZvci10aGUtc2VydmUtdGVzdC0xMjM0NTY="
+    out = tmp_path / "serve.out"
+    with out.open("w") as said, nylorun_serve(["--push-secret", secret], "echo/.well-known/agent-card.json",
+                                               stdout=said, stderr=said):  # fmt: skip
+        pass
+    # Then what it printed shows no secret, and tells a receiver how to get its own key
+    text = out.read_text()
+    assert secret not in text and "whsec_" not in text
+    assert "nylorun webhooks --from" in text and "each caller's own key" in text, text
+
