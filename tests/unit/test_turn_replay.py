@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
+from nylorun.domain.messages import totals
 from nylorun.engine.turn import Turn
 from nylorun.ports import JournalEntry, NewTurn, TurnCanceled
 from nylorun.profile.extensions import EFFECTS, TELEMETRY
@@ -85,6 +86,36 @@ def test_usage_reported_before_an_interaction_is_counted_once_in_telemetry() -> 
     # Then the final telemetry counts the report once, not once per run
     telemetry = done["status"]["message"]["metadata"][TELEMETRY]
     assert (telemetry["tokens"], telemetry["costUsd"]) == (10, 0.5)
+
+
+def test_the_final_telemetry_counts_what_the_journal_holds_across_runs_and_nothing_of_a_raised_effect() -> None:
+    # Given a turn that pays and reports usage, asks for approval (so it runs twice), then ships (an effect), tries a
+    # refund whose function raises (the agent goes on) and reports more usage
+    def refund(key: str) -> str:
+        raise ConnectionError("refund service down")
+
+    def turn_fn(turn: Turn) -> None:
+        turn.effect("pay", Calls(result="receipt"))
+        turn.usage(tokens=5, cost_usd=0.25)
+        if turn.approval("Ship it?"):
+            turn.effect("ship", Calls(result="shipped"))
+            try:
+                turn.effect("refund", refund)
+            except ConnectionError:
+                pass
+            turn.usage(tokens=3, cost_usd=0.5)
+            turn.reply("done")
+
+    rt = runtime(agent_of(turn_fn))
+    task = rt.send("order")
+    # When the caller approves and the turn ends
+    done = rt.send(**answer(task, approved=True))
+    # Then its telemetry counts both runs' finished effects and usage once each, and not the refund that raised: the
+    # same totals the stored journal gives
+    telemetry = done["status"]["message"]["metadata"][TELEMETRY]
+    assert (telemetry["steps"], telemetry["tokens"], telemetry["costUsd"]) == (2, 8, 0.75)
+    stored = totals(rt.store.journal(done["id"]), telemetry["traceId"])
+    assert (stored.steps, stored.tokens, stored.cost_usd) == (2, 8, 0.75)
 
 
 def test_an_effect_started_but_not_finished_is_not_run_again_and_the_task_says_its_outcome_is_uncertain() -> None:

@@ -25,7 +25,8 @@ run that journaled past this point already made it).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from nylorun.ports import JournalEntry, JournalKind, TaskStore
@@ -92,6 +93,12 @@ class Replay:
     def replaying(self) -> bool:
         """True while the agent is still before the last position an earlier run journaled."""
         return self._seq < self._last_journaled
+
+    @property
+    def journal(self) -> Mapping[int, JournalEntry]:
+        """The journal as this run knows it: what it read at the start and every entry it finished or wrote since
+        (an effect is known once finished; one whose function raised is not, and counts for nothing)."""
+        return MappingProxyType(self._journal)
 
     @property
     def waits(self) -> int:

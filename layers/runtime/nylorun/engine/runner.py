@@ -173,10 +173,10 @@ class TurnRunner:
             logger.exception("agent raised")
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
 
-        journal = self._store.journal(task_id)
         reply = output.reply or agent_text(record, "Done.")
         state = TaskState.REJECTED if output.rejected else TaskState.COMPLETED
-        reply = with_telemetry(with_plan(reply, output.plan), totals(journal, trace_id))
+        # The totals from the journal as this run wrote it (only this run writes its task's journal): not read again
+        reply = with_telemetry(with_plan(reply, output.plan), totals(replay.journal, trace_id))
         try:
             self._safely(
                 lambda: self._store.set_status(
