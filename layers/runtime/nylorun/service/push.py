@@ -149,7 +149,8 @@ class PushService:
         kind, payload = pushed
         detail = event["detail"]
         task_id, event_id = str(detail["taskId"]), str(detail["eventId"])
-        checked = self._as_in_table(kind, payload, task_id)
+        head = self._store.head(task_id)  # read once a step: the check below and the configs' expiry
+        checked = self._as_in_table(kind, payload, task_id, head)
         if checked is None:
             logger.warning("event not in the table: nothing pushed", extra={"task_id": task_id, "event_id": event_id})
             return FanOut(0, done=True)
@@ -176,7 +177,7 @@ class PushService:
         if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
             # ADR 0051: a config lives as long as its task: once the task has ended, its configs expire with it
             # (README "Data retention"; each step the configs it queued: one step's work stays small).
-            expires = (self._store.head(task_id) or {}).get("expiresAt")
+            expires = (head or {}).get("expiresAt")  # the checked status ended the task: its end wrote expiresAt
             if expires is not None:
                 self._store.expire_push_configs(task_id, int(expires), [str(c.config.id) for c in step])
         if rest:
@@ -186,11 +187,13 @@ class PushService:
             self._store.set_fan_out_cursor(task_id, event_id, None, 0)
         return FanOut(len(step), done=True)
 
-    def _as_in_table(self, kind: str, payload: Any, task_id: str) -> dict[str, Any] | None:
-        """The event's payload as the table vouches for it, or None. Anyone allowed to put events on the bus
-        could otherwise make the Runtime sign any content (issue 15): a status goes out only if it is one of the
-        task's latest statuses (the task item's `statusLog`), an artifact only as the table holds it now."""
-        head = self._store.head(task_id)
+    def _as_in_table(
+        self, kind: str, payload: Any, task_id: str, head: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The event's payload as the table vouches for it (`head`: the task item), or None. Anyone allowed to put
+        events on the bus could otherwise make the Runtime sign any content (issue 15): a status goes out only if it
+        is one of the task's latest statuses (the task item's `statusLog`), an artifact only as the table holds it
+        now."""
         if head is None or not isinstance(payload, dict) or payload.get("taskId") != task_id:
             return None
         if payload.get("contextId") != head["contextId"]:
