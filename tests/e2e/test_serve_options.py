@@ -73,4 +73,3 @@ def test_serve_does_not_show_the_push_secret(tmp_path: Path) -> None:
     text = out.read_text()
     assert secret not in text and "whsec_" not in text
     assert "nylorun webhooks --from" in text and "each caller's own key" in text, text
-

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -203,7 +203,7 @@ def test_a_slow_receiver_in_the_batch_holds_up_no_other_message_group(
     peer = SlowPeer("silent", most=30)
     function, (record,), _ = _slow_batch(local_runtime, peers, monkeypatch, ["c0"], peer, deadline=4)
     assert local_runtime.stack is not None
-    sqs, url = function.runtime.push_queue._sqs, local_runtime.stack.push_queue_url
+    sqs, url = local_runtime.aws.client("sqs"), local_runtime.stack.push_queue_url
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     bus = f"events-{uuid.uuid4()}"  # the rule's fixed group, named for this test alone
 
@@ -245,7 +245,7 @@ def test_a_slow_receiver_in_the_batch_holds_up_no_other_message_group(
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 
-def _receive(sqs: Any, url: str, bodies: set[str], until: Any = lambda: True) -> list[dict[str, Any]]:
+def _receive(sqs: Any, url: str, bodies: set[str], until: Callable[[], bool] = lambda: True) -> list[dict[str, Any]]:
     """Receive until the messages with these bodies are in hand (others are handed back at once), or `until()` is
     false, or 20 s have passed."""
     got: list[dict[str, Any]] = []

@@ -39,7 +39,6 @@ _PATCH_ON_IMPORT = {
 }
 
 
-
 class _Metrics(Metrics):
     """Powertools' Metrics, safe to add to from several threads: the push function runs a batch's message groups
     side by side, and the EMF provider adds a metric by get-then-set (two threads adding a metric it did not hold yet

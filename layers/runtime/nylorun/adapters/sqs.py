@@ -3,6 +3,7 @@ and never hold up another context's."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -133,15 +134,12 @@ class SqsPushQueue:
             QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
         )
 
-    def done(self, receipt_handle: str) -> bool:
-        """Delete a message handled before its batch ends, so its message group moves on now. False if SQS did not
-        take it: the event source mapping deletes it with the batch anyway (and deleting a message twice succeeds,
+    def done(self, receipt_handle: str) -> None:
+        """Delete a message handled before its batch ends, so its message group moves on now. If SQS does not take
+        it, the event source mapping deletes it with the batch anyway (and deleting a message twice succeeds,
         https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html)."""
-        try:
+        with contextlib.suppress(BotoCoreError, ClientError):
             self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=receipt_handle)
-        except (BotoCoreError, ClientError):
-            return False
-        return True
 
 
 # ---------------------------------------------------------------------------------------------- dead letters
