@@ -390,7 +390,32 @@ def patch_moto_dispatch() -> None:
         modules = tuple(backends.list_of_moto_modules())
         backends.list_of_moto_modules = lambda: modules  # werkzeug_app calls it by module
         _memoize_attribute_keys()
+        _memoize_names()
         _dispatch_patched = True
+
+
+def _memoize_names() -> None:
+    """Work moto's server repeats for every request, on values fixed while the process runs (a profile of the
+    1,000-config push put a sixth of the moto process's interpreter here): each request lists its response class's
+    methods (`inspect.getmembers`) to find the action's; each action name, and each of a queue's attribute names,
+    is turned into snake case character by character; and every message a receive hands out reads the queue's whole
+    attribute map three times over (`get_queue_attributes`) to check its retention period. The method lists and the
+    names are worked out once; the retention check reads the one attribute."""
+    from moto.core import responses
+    from moto.core.utils import camelcase_to_underscores, method_names_from_class
+    from moto.sqs import models as sqs_models
+
+    snake_case = functools.lru_cache(maxsize=4096)(camelcase_to_underscores)
+    responses.camelcase_to_underscores = snake_case  # type: ignore[attr-defined]  # the names each module calls
+    sqs_models.camelcase_to_underscores = snake_case  # type: ignore[attr-defined]
+    # Keyed by class: the local stack's patches replace methods (same names) before the first request.
+    responses.method_names_from_class = functools.cache(method_names_from_class)  # type: ignore[attr-defined]
+
+    def retained(self: Any, queue_name: str, message: Any) -> bool:
+        retention = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention + message.sent_timestamp / 1000 > time.time())
+
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
 
 
 def _memoize_attribute_keys() -> None:
