@@ -43,7 +43,6 @@ STACK_RESOURCES = {
     "NYLORUN_CONTEXT_DLQ_URL": "ContextDLQ",
     "NYLORUN_PUSH_QUEUE_URL": "PushQueue",
     "NYLORUN_PUSH_DLQ_URL": "PushDLQ",
-    "NYLORUN_PUSH_RULE_DLQ_URL": "PushRuleDLQ",
     "NYLORUN_PUBLISH_DLQ_URL": "PublishDLQ",
     "NYLORUN_FILES_BUCKET": "FilesBucket",
     "NYLORUN_KMS_KEY": "StackKey",

@@ -1,6 +1,6 @@
 """`nylorun admin` commands on dead letters: dlq, redrive (issue 16).
 
-    nylorun admin dlq [--queue context|push|push-rule|publish]
+    nylorun admin dlq [--queue context|push|publish]
     nylorun admin redrive [--queue context|push] (--all | --task ID … | --message ID …)
 
 `dlq` looks at the Runtime's dead-letter queues without consuming anything (each message is visible again as soon
@@ -34,13 +34,10 @@ if TYPE_CHECKING:
 QUEUE_NAMES = {
     "context": ("ContextDLQ", "queued turns"),
     "push": ("PushDLQ", "push deliveries"),
-    "push-rule": ("PushRuleDLQ", "events the push rule could not put on the push queue"),
     "publish": ("PublishDLQ", "table changes the publish function could not send"),
 }
 # What to do with the dead letters `redrive` does not move (README, "Dead letters").
 NOT_REDRIVEN = {
-    "push-rule": "put each event back on the bus (aws events put-events); the push function pushes only what the "
-    "table holds",
     "publish": "the stream keeps changes 24 hours: its tasks' statuses are in the table, their events were not sent",
 }
 SOURCE_NAMES = {"context": "ContextQueue", "push": "PushQueue"}

@@ -123,7 +123,6 @@ class LocalRuntime:
             "NYLORUN_CONTEXT_DLQ_URL": self.stack.context_dlq_url,
             "NYLORUN_PUSH_QUEUE_URL": self.stack.push_queue_url,
             "NYLORUN_PUSH_DLQ_URL": self.stack.push_dlq_url,
-            "NYLORUN_PUSH_RULE_DLQ_URL": self.stack.push_rule_dlq_url,
             "NYLORUN_PUBLISH_DLQ_URL": self.stack.publish_dlq_url,
             "NYLORUN_PUSH_ALLOW_LOOPBACK": "true",
             "NYLORUN_FILES_BUCKET": self.stack.files_bucket,
@@ -262,8 +261,8 @@ class LocalRuntime:
 # never a secret: the push secret, the dev tokens and the Runtime key stay out of it.
 _STATE_KEYS = (
     "NYLORUN_TABLE", "NYLORUN_STATE_MACHINE_ARN", "NYLORUN_EVENT_BUS", "NYLORUN_CONTEXT_QUEUE_URL",
-    "NYLORUN_CONTEXT_DLQ_URL", "NYLORUN_PUSH_QUEUE_URL", "NYLORUN_PUSH_DLQ_URL", "NYLORUN_PUSH_RULE_DLQ_URL",
-    "NYLORUN_PUBLISH_DLQ_URL", "NYLORUN_FILES_BUCKET",
+    "NYLORUN_CONTEXT_DLQ_URL", "NYLORUN_PUSH_QUEUE_URL", "NYLORUN_PUSH_DLQ_URL", "NYLORUN_PUBLISH_DLQ_URL",
+    "NYLORUN_FILES_BUCKET",
     "NYLORUN_KMS_KEY", "NYLORUN_INTERACTION_TIMEOUT_SECONDS", "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS",
 )
 

@@ -33,7 +33,6 @@ class LocalStack:
     context_dlq_url: str
     push_queue_url: str
     push_dlq_url: str
-    push_rule_dlq_url: str
     publish_dlq_url: str
     files_bucket: str
     kms_key_arn: str
@@ -100,21 +99,6 @@ def create_standard_queue(client: Any, logical_id: str, prefix: str) -> str:
     )
 
 
-def route_events(aws: LocalAws, rule_id: str, bus: str, queue_url: str) -> None:
-    """The template's rule: its event pattern, to the queue, with its FIFO message group."""
-    props = template.properties(rule_id)
-    sqs = aws.client("sqs")
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events = aws.client("events")
-    events.put_rule(Name=rule_id, EventBusName=bus, EventPattern=json.dumps(props["EventPattern"]))
-    target = props["Targets"][0]
-    events.put_targets(
-        Rule=rule_id,
-        EventBusName=bus,
-        Targets=[{"Id": target["Id"], "Arn": queue_arn, "SqsParameters": target["SqsParameters"]}],
-    )
-
-
 def _zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -162,11 +146,9 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
     push_queue_url = create_fifo_queue(aws.client("sqs"), "PushQueue", "PushDLQ", prefix)
     push_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-PushDLQ.fifo")["QueueUrl"]
     context_dlq_url = aws.client("sqs").get_queue_url(QueueName=f"{prefix}-ContextDLQ.fifo")["QueueUrl"]
-    route_events(aws, "PushRule", event_bus_name, push_queue_url)
-    # The two standard dead-letter queues, as deployed. Nothing puts messages on them locally (moto's EventBridge
-    # has no target dead-letter queue, and the local stream poller retries instead of giving up), but `nylorun
-    # admin dlq` reads them as it does on a stack.
-    push_rule_dlq_url, publish_dlq_url = (create_standard_queue(aws.client("sqs"), name, prefix) for name in ("PushRuleDLQ", "PublishDLQ"))
+    # The publish function's standard dead-letter queue, as deployed. Nothing puts messages on it locally (the local
+    # stream poller retries instead of giving up), but `nylorun admin dlq` reads it as it does on a stack.
+    publish_dlq_url = create_standard_queue(aws.client("sqs"), "PublishDLQ", prefix)
     files_bucket = f"{prefix}-files".lower()
     s3 = aws.client("s3")
     s3.create_bucket(Bucket=files_bucket)
@@ -209,7 +191,6 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         context_dlq_url=context_dlq_url,
         push_queue_url=push_queue_url,
         push_dlq_url=push_dlq_url,
-        push_rule_dlq_url=push_rule_dlq_url,
         publish_dlq_url=publish_dlq_url,
         files_bucket=files_bucket,
         kms_key_arn=kms_key_arn,

@@ -188,48 +188,38 @@ def test_a_dead_lettered_push_delivery_is_listed_with_its_config_and_delivered_o
     assert {a.detail["configId"] for a in actions} == {"cfg-dlq"}
 
 
-def test_the_push_rule_and_publish_dead_letters_are_listed_and_not_redriven(
+def test_the_publish_dead_letters_are_listed_and_not_redriven(
     local_runtime: LocalRuntime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert local_runtime.stack is not None
     sqs, stack = local_runtime.aws.client("sqs"), local_runtime.stack
     task = rpc(local_runtime.agent_url("echo"), "SendMessage", {"message": user_message("hi")})["result"]["task"]
-    # Given an event EventBridge could not put on the push queue, and a table-change batch Lambda gave up on, as AWS
-    # writes them to PushRuleDLQ and PublishDLQ (locally nothing does: moto's EventBridge has no target dead-letter
-    # queue, and the local stream poller never gives up)
-    event = {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Task Status Changed", "source": "nylorun.runtime",
-             "detail": {"taskId": task["id"], "eventId": "evt-rule", "state": "TASK_STATE_COMPLETED"}}  # fmt: skip
-    why = {"ERROR_CODE": "SQS.AmazonSQSException", "ERROR_MESSAGE": "Access to the resource is denied",
-           "RULE_ARN": "arn:aws:events:us-east-1:123456789012:rule/PushRule"}  # fmt: skip
-    sqs.send_message(QueueUrl=stack.push_rule_dlq_url, MessageBody=json.dumps(event),
-                     MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in why.items()})  # fmt: skip
+    # Given a table-change batch Lambda gave up on, as AWS writes it to PublishDLQ (locally nothing does: the local
+    # stream poller never gives up)
     batch = {"requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 101},
              "DDBStreamBatchInfo": {"shardId": "shardId-0001", "startSequenceNumber": "100", "endSequenceNumber": "142",
                                     "batchSize": 3, "streamArn": stack.table_stream_arn}}  # fmt: skip
     sqs.send_message(QueueUrl=stack.publish_dlq_url, MessageBody=json.dumps(batch))
+    onward_url = sqs.create_queue(QueueName=f"{stack.prefix}-onward")["QueueUrl"]
     try:
         # When the operator lists them
-        code, out = admin(local_runtime, capsys, "--json", "dlq", "--queue", "push-rule", "--queue", "publish")
+        code, out = admin(local_runtime, capsys, "--json", "dlq", "--queue", "publish")
         assert code == 0
-        rule, publish = json.loads(out)["queues"]
-        # Then the push rule's event is tied to its task, with EventBridge's reason; the batch says where it was
-        (letter,) = rule["letters"]
-        assert (letter["taskId"], letter["event"]) == (task["id"], "Task Status Changed TASK_STATE_COMPLETED")
-        assert letter["reason"] == "SQS.AmazonSQSException: Access to the resource is denied"
-        assert letter["task"]["state"] == "TASK_STATE_COMPLETED"
+        (publish,) = json.loads(out)["queues"]
+        # Then the batch says where it was, and names no task
         (changes,) = publish["letters"]
         assert changes["event"] == "3 table changes, shard shardId-0001 sequence numbers 100..142"
         assert changes["reason"] == "RetryAttemptsExhausted after 101 invocations" and changes["task"] is None
         # And the text output says what to do instead of a redrive
-        text = admin(local_runtime, capsys, "dlq", "--queue", "push-rule")[1]
-        assert "not redriven by `nylorun admin redrive`: put each event back on the bus" in text
+        text = admin(local_runtime, capsys, "dlq", "--queue", "publish")[1]
+        assert "not redriven by `nylorun admin redrive`: the stream keeps changes 24 hours" in text
         # When the operator asks to redrive them, Then the command refuses, and they stay
         assert admin(local_runtime, capsys, "redrive", "--queue", "publish", "--all")[0] == 1
         assert admin(local_runtime, capsys, "redrive", "--task", task["id"])[1].strip() == "0 dead letters redriven"
-        again = json.loads(admin(local_runtime, capsys, "--json", "dlq", "--queue", "push-rule", "--queue", "publish")[1])
-        assert [len(q["letters"]) for q in again["queues"]] == [1, 1]
+        again = json.loads(admin(local_runtime, capsys, "--json", "dlq", "--queue", "publish")[1])
+        assert [len(q["letters"]) for q in again["queues"]] == [1]
         # When a dead-letter queue has a redrive policy of its own (each look would count towards moving it on)
-        target = sqs.get_queue_attributes(QueueUrl=stack.push_rule_dlq_url, AttributeNames=["QueueArn"])["Attributes"]
+        target = sqs.get_queue_attributes(QueueUrl=onward_url, AttributeNames=["QueueArn"])["Attributes"]
         onward = json.dumps({"deadLetterTargetArn": target["QueueArn"], "maxReceiveCount": 1})
         sqs.set_queue_attributes(QueueUrl=stack.publish_dlq_url, Attributes={"RedrivePolicy": onward})
         # Then the command refuses to look at it, and its message stays where it was
@@ -237,5 +227,5 @@ def test_the_push_rule_and_publish_dead_letters_are_listed_and_not_redriven(
         sqs.set_queue_attributes(QueueUrl=stack.publish_dlq_url, Attributes={"RedrivePolicy": ""})
         assert len(json.loads(admin(local_runtime, capsys, "--json", "dlq", "--queue", "publish")[1])["queues"][0]["letters"]) == 1
     finally:
-        sqs.purge_queue(QueueUrl=stack.push_rule_dlq_url)
         sqs.purge_queue(QueueUrl=stack.publish_dlq_url)
+        sqs.delete_queue(QueueUrl=onward_url)

@@ -1,7 +1,8 @@
 """Issue 15, fair and bounded delivery: the attacks of the issue, each refused or bounded.
 
 * "One caller can stall push for everyone": one task's fan-out that cannot finish no longer holds up another
-  subject's deliveries (the bus's one message group is left at once, each task fans out in its own).
+  subject's deliveries (each task fans out in its own message group); one caller's flood of events holds up no
+  other caller's (the publish function queues each event in its task's group: no group is shared by tasks).
 * "A push batch can outlive its function": a batch stops before the function's time is up and hands the rest
   back; a receiver dripping one byte at a time is cut at the request's overall deadline (push and url files).
 * 3,000 url parts in one message: refused before anything is written; the url files of one message are
@@ -442,3 +443,77 @@ def test_a_fan_out_in_steps_keeps_each_configs_updates_in_order(local_runtime: L
     finally:
         hold.set()
         receiver.close()
+
+
+def test_one_callers_flood_of_events_holds_up_no_other_callers_push(local_runtime: LocalRuntime) -> None:
+    # Given Alice's task, whose agent says 25 things in its turn (a status event each), and then Bob's ordinary task,
+    # each with a push config, while the push function is paused (nothing handled, every event waiting)
+    agent = Agent(name="chatty-fair", description="Says a lot in one turn.", skills=[])
+
+    @agent.turn
+    def run(turn: Turn) -> None:
+        for n in range(25):
+            turn.say(f"update {n}")
+        turn.reply("done")
+
+    local_runtime.add_agent(agent)
+    assert local_runtime.stack is not None
+    sqs, url = local_runtime.aws.client("sqs"), local_runtime.stack.push_queue_url
+    alice, bob = Receiver(own_secrets(local_runtime.base_url, ALICE)), Receiver(own_secrets(local_runtime.base_url, BOB))
+    taken: list[dict[str, Any]] = []
+    try:
+        with local_runtime.paused("PushFunction"):
+            tasks = {}
+            for token, receiver, agent_name in ((ALICE, alice, "chatty-fair"), (BOB, bob, "echo")):
+                config = {"id": f"cfg-{uuid.uuid4()}", "url": receiver.url}
+                params = {"message": user_message("go"), "configuration": {"taskPushNotificationConfig": config}}
+                task = rpc(local_runtime.agent_url(agent_name), "SendMessage", params, token=token)["result"]["task"]
+                assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+                tasks[token] = task["id"]
+
+            # (Alice's 27 status events, WORKING then 25 said then COMPLETED, and Bob's 2 are published)
+            poll(lambda: _queued(sqs, url), lambda n: n >= 29, timeout=30)
+            # When the push function takes a batch: Alice's events come first (ten of her task's group)
+            first = _receive_any(sqs, url, taken)
+            assert first and all(tasks[ALICE] in m["Body"] for m in first), [m["Body"][:60] for m in first]
+            # Then, while those ten are still being handled, Bob's events are handed out (before, every task's events
+            # shared the push rule's one message group: Bob's waited behind all 27 of Alice's, in order)
+            second = _receive_any(sqs, url, taken)
+            assert any(tasks[BOB] in m["Body"] for m in second), [m["Body"][:60] for m in second]
+            for message in taken:  # back to the push function, which handles them as usual
+                sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        # And every event still reaches its caller's receiver, in order
+        said = poll(lambda: list(alice.requests), lambda r: any(_state(x) == "TASK_STATE_COMPLETED" for x in r), timeout=60)
+        texts = [_text(r) for r in said if _state(r) == "TASK_STATE_WORKING" and _text(r)]
+        assert texts == [f"update {n}" for n in range(25)]
+        poll(lambda: list(bob.requests), lambda r: any(_state(x) == "TASK_STATE_COMPLETED" for x in r), timeout=60)
+        assert all(r["verified"] for r in alice.requests + bob.requests)
+    finally:
+        alice.close()
+        bob.close()
+
+
+def _queued(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def _receive_any(sqs: Any, url: str, taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One receive (up to ten messages, kept in flight) that hands anything out; retried for up to 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
+        if got:
+            taken.extend(got)
+            return list(got)
+        time.sleep(0.05)
+    return []
+
+
+def _state(request: dict[str, Any]) -> str:
+    return str(((request["body"].get("statusUpdate") or {}).get("status") or {}).get("state", ""))
+
+
+def _text(request: dict[str, Any]) -> str:
+    message = ((request["body"].get("statusUpdate") or {}).get("status") or {}).get("message") or {}
+    return "".join(p.get("text", "") for p in message.get("parts", []))

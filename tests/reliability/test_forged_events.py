@@ -1,8 +1,9 @@
-"""Forged events on the Runtime's bus (issue 15): anyone allowed `events:PutEvents` on the bus could put an event
-there, and the push function used to sign its payload as it came. It now signs what the table says: a status only
-if the task held it, an artifact only as the table holds it. The attacker here puts events on the local Runtime's
-bus directly (moto's EventBridge, the same PutEvents call the publish function makes), for a real task with a real
-push config; the receiver is the end-to-end suite's webhook server, which verifies every signature.
+"""Forged events on the push queue (issue 15): anyone allowed `sqs:SendMessage` on the push queue (before, anyone
+allowed `events:PutEvents` on the bus, which fed it) could put an event there, and the push function used to sign
+its payload as it came. It now signs what the table says: a status only if the task held it, an artifact only as the
+table holds it. The attacker here puts events on the local Runtime's push queue directly, in the task's message
+group (the same SendMessage the publish function makes), for a real task with a real push config; the receiver is
+the end-to-end suite's webhook server, which verifies every signature.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED, RuntimeEvent
+from nylorun.events import ARTIFACT_UPDATED, STATUS_CHANGED
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import Receiver, e2e_push, poll, rpc, user_message
 
@@ -47,11 +48,13 @@ def fan_outs(local_runtime: LocalRuntime) -> Iterator[FanOuts]:
 receiver = e2e_push.receiver  # the end-to-end push suite's verifying receiver
 
 
-def put_on_the_bus(local_runtime: LocalRuntime, detail_type: str, detail: dict[str, Any]) -> str:
-    """What an attacker with events:PutEvents on the bus does: one event, source and shape as the Runtime's."""
+def put_on_the_push_queue(local_runtime: LocalRuntime, detail_type: str, detail: dict[str, Any]) -> str:
+    """What an attacker with sqs:SendMessage on the push queue does: one event, shaped and grouped as the publish
+    function queues the Runtime's."""
     assert local_runtime.runtime is not None
     event_id = f"forged-{uuid.uuid4()}"
-    local_runtime.runtime.bus.publish([RuntimeEvent(detail_type, {**detail, "eventId": event_id})])
+    event = {"detail-type": detail_type, "detail": {**detail, "eventId": event_id}}
+    local_runtime.runtime.push_queue.send_fan_out(str(detail["taskId"]), event_id, event)
     return event_id
 
 
@@ -71,15 +74,15 @@ def forged_texts(receiver: Receiver) -> list[dict[str, Any]]:
     return [r for r in receiver.requests if FORGED_TEXT in str(r["body"])]
 
 
-def test_a_status_put_on_the_bus_by_someone_else_is_not_signed(
+def test_a_status_put_on_the_push_queue_by_someone_else_is_not_signed(
     local_runtime: LocalRuntime, receiver: Receiver, fan_outs: FanOuts
 ) -> None:
     # Given a task with a push config, its own updates delivered
     task = a_pushed_task(local_runtime, receiver)
-    # When an attacker puts a status update on the bus that the task never had
+    # When an attacker puts a status update on the push queue that the task never had
     status = {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z", "message": {
         "messageId": "m-forged", "role": "ROLE_AGENT", "parts": [{"text": FORGED_TEXT}]}}
-    event_id = put_on_the_bus(local_runtime, STATUS_CHANGED, {
+    event_id = put_on_the_push_queue(local_runtime, STATUS_CHANGED, {
         "subject": "alice", "agent": "tck", "taskId": task["id"], "contextId": task["contextId"], "turn": 1,
         "state": "TASK_STATE_COMPLETED", "statusUpdate": {"taskId": task["id"], "contextId": task["contextId"],
                                                           "status": status}})
@@ -89,7 +92,7 @@ def test_a_status_put_on_the_bus_by_someone_else_is_not_signed(
     assert forged_texts(receiver) == []
 
 
-def test_an_artifact_put_on_the_bus_by_someone_else_goes_out_only_as_the_table_holds_it(
+def test_an_artifact_put_on_the_push_queue_by_someone_else_goes_out_only_as_the_table_holds_it(
     local_runtime: LocalRuntime, receiver: Receiver, fan_outs: FanOuts
 ) -> None:
     # Given a task with a push config and its artifact, as the Runtime pushed it
@@ -97,9 +100,9 @@ def test_an_artifact_put_on_the_bus_by_someone_else_goes_out_only_as_the_table_h
     real = poll(lambda: [r for r in receiver.requests if "artifactUpdate" in r["body"]], bool)
     assert real, "the task's artifact was pushed"
     artifact = real[0]["body"]["artifactUpdate"]["artifact"]
-    # When an attacker puts that artifact on the bus with other content
+    # When an attacker puts that artifact on the push queue with other content
     forged = {**artifact, "parts": [{"text": FORGED_TEXT}]}
-    event_id = put_on_the_bus(local_runtime, ARTIFACT_UPDATED, {
+    event_id = put_on_the_push_queue(local_runtime, ARTIFACT_UPDATED, {
         "subject": "alice", "agent": "tck", "taskId": task["id"], "contextId": task["contextId"], "turn": 1,
         "artifactUpdate": {"taskId": task["id"], "contextId": task["contextId"], "artifact": forged}})
     made = poll(lambda: fan_outs.made, lambda m: event_id in m)

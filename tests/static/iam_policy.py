@@ -76,8 +76,9 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     }),
     "PublishFunctionRole": frozenset({
         "dynamodb:GetItem",  # whose an artifact is (the task item)
-        # the bus; the stream's on-failure destination (PublishDLQ: SQSSendMessagePolicy, and the SendMessage SAM
-        # adds itself for a DestinationConfig)
+        "dynamodb:Query",  # does a pushed event's task have a push config (issue 15: queued only then)
+        # the bus; the push queue (SQSSendMessagePolicy); the stream's on-failure destination (PublishDLQ:
+        # SQSSendMessagePolicy, and the SendMessage SAM adds itself for a DestinationConfig)
         "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
     }),
     "PushFunctionRole": frozenset({

@@ -685,9 +685,6 @@ BROKEN_VALUES = [
     # EventBridge
     pytest.param(R + "RuntimeBus.Properties.Name", "nylorun-events", "RuntimeBus.Name 'nylorun-events' is the same in every stack", id="bus name fixed"),
     pytest.param(R + "RuntimeBus.Properties.Name", {"Fn::Sub": "${AWS::StackName}-" + "e" * 128}, "RuntimeBus.Name is 257 characters", id="bus name over 256"),
-    pytest.param(R + "PushRule.Properties.Targets.0.Id", "p" * 65, "Id is not 1-64", id="target id over 64"),
-    pytest.param(R + "PushRule.Properties.Targets.0.SqsParameters", {}, "needs SqsParameters.MessageGroupId", id="FIFO target without group"),
-    pytest.param(R + "PushRule.Properties.Targets.0.RetryPolicy", {"MaximumRetryAttempts": 200}, "MaximumRetryAttempts 200 is outside 0-185", id="target retries 200"),
     # API Gateway (the operations change's settings, checked by type)
     pytest.param(R + "HttpApi.Properties.DefaultRouteSettings", {"ThrottlingBurstLimit": 6000, "ThrottlingRateLimit": 100}, "ThrottlingBurstLimit 6000 is outside 0-5000", id="throttling burst 6000"),
     pytest.param(R + "HttpApi.Properties.AccessLogSettings", {"DestinationArn": {"Fn::GetAtt": ["TurnStateMachineLogs", "Arn"]}}, "needs both DestinationArn and Format", id="access log without a format"),

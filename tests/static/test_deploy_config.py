@@ -230,9 +230,9 @@ def samconfig() -> dict[str, Any]:
 def test_every_dead_letter_queue_and_every_function_has_an_alarm() -> None:
     tpl = real_template()
     assert alarm_problems(tpl) == []
-    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ", "PushRuleDLQ"}
+    assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ"}
     # one per dead-letter queue, one per function, and two on tasks waiting for an operator (issue 16)
-    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 4 + len(of_type(tpl, "AWS::Serverless::Function")) + 2
+    assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 3 + len(of_type(tpl, "AWS::Serverless::Function")) + 2
 
 
 def test_functions_run_python_3_12_on_arm64_traced_with_powertools() -> None:
@@ -270,7 +270,7 @@ def _new_dlq(tpl: dict[str, Any]) -> dict[str, Any]:
     ("edit", "expected"),
     [
         pytest.param(lambda t: _drop(t, "PushDLQDepthAlarm"), "dead-letter queue PushDLQ has no depth alarm", id="no-dlq-alarm"),
-        pytest.param(lambda t: _drop(t, "PushRuleDLQDepthAlarm"), "dead-letter queue PushRuleDLQ has no depth alarm", id="no-rule-dlq-alarm"),
+        pytest.param(lambda t: _drop(t, "PublishDLQDepthAlarm"), "dead-letter queue PublishDLQ has no depth alarm", id="no-publish-dlq-alarm"),
         pytest.param(lambda t: _drop(t, "TurnFunctionErrorsAlarm"), "function TurnFunction has no Errors alarm", id="no-errors-alarm"),
         pytest.param(_new_function, "function ExtraFunction has no Errors alarm", id="new-function"),
         pytest.param(_new_dlq, "dead-letter queue ExtraDLQ has no depth alarm", id="new-dlq"),

@@ -230,38 +230,6 @@ def api_problems(tpl: dict[str, Any]) -> list[str]:
     return problems
 
 
-def rule_problems(tpl: dict[str, Any]) -> list[str]:
-    """Every EventBridge target has a standard-queue DLQ that the rule may send to."""
-    problems = []
-    policies = of_type(tpl, "AWS::SQS::QueuePolicy")
-    for name, rule in of_type(tpl, "AWS::Events::Rule").items():
-        for target in rule["Properties"].get("Targets", []):
-            dlq = _getatt_target(target.get("DeadLetterConfig", {}).get("Arn"))
-            queue = tpl["Resources"].get(dlq, {})
-            if queue.get("Type") != "AWS::SQS::Queue":
-                problems.append(f"{name}/{target.get('Id')}: no dead-letter queue")
-                continue
-            if queue["Properties"].get("FifoQueue"):
-                problems.append(
-                    f"{name}/{target.get('Id')}: {dlq} is FIFO; EventBridge takes only standard DLQs"
-                )
-            if "RetryPolicy" not in target:
-                problems.append(f"{name}/{target.get('Id')}: no RetryPolicy")
-            allowed = any(
-                {"Ref": dlq} in p["Properties"]["Queues"]
-                and any(
-                    s.get("Principal") == {"Service": "events.amazonaws.com"}
-                    and s.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn")
-                    == {"Fn::GetAtt": [name, "Arn"]}
-                    for s in p["Properties"]["PolicyDocument"]["Statement"]
-                )
-                for p in policies.values()
-            )
-            if not allowed:
-                problems.append(f"{name}/{target.get('Id')}: {dlq}'s policy does not let the rule send to it")
-    return problems
-
-
 # ================================================================ the real template is clean
 def test_the_dashboard_names_only_metrics_that_exist() -> None:
     emitted = emitted_metrics(CODE)
@@ -277,10 +245,6 @@ def test_every_log_group_keeps_log_retention_days_and_every_function_has_one() -
 
 def test_the_http_api_logs_who_called_what_and_is_throttled() -> None:
     assert api_problems(real_template()) == []
-
-
-def test_the_push_rule_has_a_dead_letter_queue_it_may_send_to() -> None:
-    assert rule_problems(real_template()) == []
 
 
 # ================================================================ and dirty on broken copies
@@ -422,30 +386,6 @@ def _access_format(tpl: dict[str, Any], old: str, new: str) -> dict[str, Any]:
             ),
             "access logs go to no log group",
             id="foreign-destination",
-        ),
-        pytest.param(
-            rule_problems,
-            lambda t: t["Resources"]["PushRule"]["Properties"]["Targets"][0].pop("DeadLetterConfig") and t,
-            "no dead-letter queue",
-            id="no-dlq",
-        ),
-        pytest.param(
-            rule_problems,
-            lambda t: t["Resources"]["PushRuleDLQ"]["Properties"].update(FifoQueue=True) or t,
-            "is FIFO",
-            id="fifo-dlq",
-        ),
-        pytest.param(
-            rule_problems,
-            lambda t: t["Resources"]["PushRule"]["Properties"]["Targets"][0].pop("RetryPolicy") and t,
-            "no RetryPolicy",
-            id="no-retry",
-        ),
-        pytest.param(
-            rule_problems,
-            lambda t: t["Resources"].pop("PushRuleDLQPolicy") and t,
-            "policy does not let the rule send",
-            id="no-policy",
         ),
     ],
 )

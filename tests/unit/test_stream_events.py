@@ -20,9 +20,9 @@ from nylorun.events import (
     TURN_USAGE,
     RuntimeEvent,
 )
-from nylorun.ports import NewTurn
+from nylorun.ports import NewTurn, StoredPushConfig
 from nylorun.profile.extensions import TELEMETRY, PlanStep
-from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
+from nylorun.protocol.models import Artifact, Message, Part, Role, TaskPushNotificationConfig, TaskState, TaskStatus
 from nylorun.service.publish import EventPublisher
 from unit_support import OWNER, message
 
@@ -206,3 +206,38 @@ def test_a_failed_publish_raises_so_the_stream_delivers_the_record_again() -> No
 
     with pytest.raises(ConnectionError):
         EventPublisher(InMemoryTaskStore(), Down(), decode_change).publish_record(stream_record(Task().item()))
+
+
+class PushQueue:
+    """The push queue as the publisher uses it: each event it queues for its task's fan-out, in order."""
+
+    def __init__(self) -> None:
+        self.fan_outs: list[tuple[str, str, str]] = []  # (task id, event id, detail-type)
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
+        self.fan_outs.append((task_id, event_id, event["detail-type"]))
+
+
+def test_only_the_pushed_events_of_a_task_with_push_configs_are_queued_for_push_in_order() -> None:
+    # Given two tasks in one store, the first with a push config, the second without
+    pushed, quiet = Task(), Task()
+    quiet.store = pushed.store
+    quiet.id = quiet.store.create_turn(NewTurn(owner=OWNER, context_id="c2", message=message("hi")))[0].task_id
+    config = TaskPushNotificationConfig(id="cfg", task_id=pushed.id, url="https://hooks.example/a")
+    pushed.store.put_push_config(pushed.id, StoredPushConfig(config=config, created_at="2026-12-02T00:00:00Z"))
+    bus, queue = Bus(), PushQueue()
+    publisher = EventPublisher(pushed.store, bus, decode_change, queue)
+    # When each task is created, works, gets an artifact and completes (the first's changes, then the second's)
+    for task in (pushed, quiet):
+        for record in (stream_record(task.item()), task.change(TaskState.WORKING, text="on it"),
+                       stream_record(task.artifact_item("v1")), task.change(TaskState.COMPLETED, text="done")):
+            publisher.publish_record(record)
+    # Then both tasks' events are on the bus
+    assert {e.detail["taskId"] for e in bus.events} == {pushed.id, quiet.id}
+    # And only the first task's status (but SUBMITTED: its creator has it) and artifact events are queued for push,
+    # in the order they happened, each for its own task's fan-out (issue 15: no message group shared by tasks)
+    expected = [e for e in bus.events if e.detail["taskId"] == pushed.id and e.detail_type != TURN_USAGE][1:]
+    assert [(e.detail_type, e.detail.get("state")) for e in expected] == [
+        (STATUS_CHANGED, "TASK_STATE_WORKING"), (ARTIFACT_UPDATED, None), (STATUS_CHANGED, "TASK_STATE_COMPLETED"),
+    ]  # fmt: skip
+    assert queue.fan_outs == [(pushed.id, e.detail["eventId"], e.detail_type) for e in expected]

@@ -64,9 +64,8 @@ class Settings(BaseModel):
     runtime_key_arn: str | None = None
     push_queue_url: str = ""
     push_dlq_url: str = ""
-    # Dead-letter queues no function reads, listed by `nylorun admin dlq`: events the push rule could not put on the
-    # push queue (EventBridge's), and table-change batches the publish function could not send (Lambda's).
-    push_rule_dlq_url: str = ""
+    # A dead-letter queue no function reads, listed by `nylorun admin dlq`: table-change batches the publish function
+    # could not send (Lambda's).
     publish_dlq_url: str = ""
     # Issue 15: the overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
@@ -235,7 +234,6 @@ class Settings(BaseModel):
             "runtime_key_arn": "NYLORUN_RUNTIME_KEY_ARN",
             "push_queue_url": "NYLORUN_PUSH_QUEUE_URL",
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
-            "push_rule_dlq_url": "NYLORUN_PUSH_RULE_DLQ_URL",
             "publish_dlq_url": "NYLORUN_PUBLISH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
             "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",

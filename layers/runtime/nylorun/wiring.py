@@ -104,10 +104,11 @@ class Runtime:
 
     @cached_property
     def publisher(self) -> EventPublisher:
-        """The change stream's records → Runtime events on the bus."""
+        """The change stream's records → Runtime events on the bus, and the pushed ones on the push queue."""
         from nylorun.service.publish import EventPublisher
 
-        return EventPublisher(self.store, self.bus, decode_change)
+        push_queue = self.push_queue if self.settings.push_queue_url else None
+        return EventPublisher(self.store, self.bus, decode_change, push_queue)
 
     @cached_property
     def retention(self) -> RetentionService:
@@ -217,7 +218,6 @@ class Runtime:
             dlqs={
                 "context": settings.context_dlq_url,
                 "push": settings.push_dlq_url,
-                "push-rule": settings.push_rule_dlq_url,
                 "publish": settings.publish_dlq_url,
             },
             sources={"context": settings.context_queue_url, "push": settings.push_queue_url},

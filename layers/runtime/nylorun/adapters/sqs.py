@@ -313,16 +313,6 @@ def _push_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
             "webhook_id": delivery.webhook_id}  # fmt: skip
 
 
-def _push_rule_letter(body: dict[str, Any], attributes: dict[str, Any]) -> dict[str, str]:
-    # EventBridge's dead letter: the event as the bus had it, and why in message attributes
-    # (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
-    detail = body["detail"]
-    said = {name: str(attributes.get(name, {}).get("StringValue", "")) for name in ("ERROR_CODE", "ERROR_MESSAGE")}
-    return {"task_id": str(detail["taskId"]), "reason": ": ".join(v for v in said.values() if v),
-            "event_id": str(detail.get("eventId", "")),
-            "event": f"{body['detail-type']} {detail.get('state', '')}".strip()}  # fmt: skip
-
-
 def _publish_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
     # Lambda's record of a stream batch it gave up on: the batch's place in the stream, not its changes
     # (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html).
@@ -336,6 +326,5 @@ def _publish_letter(body: dict[str, Any], _: dict[str, Any]) -> dict[str, str]:
 _READERS: dict[DeadLetterQueue, Callable[[dict[str, Any], dict[str, Any]], dict[str, str]]] = {
     "context": _context_letter,
     "push": _push_letter,
-    "push-rule": _push_rule_letter,
     "publish": _publish_letter,
 }

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 # The Runtime's dead-letter queues: queued turns (ContextQueue → ContextDLQ) and push deliveries (PushQueue →
-# PushDLQ), which an operator redrives; events the push rule could not put on the push queue (PushRuleDLQ) and
-# table-change batches the publish function could not send (PublishDLQ), which are only listed.
-DeadLetterQueue = Literal["context", "push", "push-rule", "publish"]
-DEAD_LETTER_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push", "push-rule", "publish")
+# PushDLQ), which an operator redrives; table-change batches the publish function could not publish or queue for
+# push (PublishDLQ), which are only listed.
+DeadLetterQueue = Literal["context", "push", "publish"]
+DEAD_LETTER_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push", "publish")
 REDRIVEN_QUEUES: tuple[DeadLetterQueue, ...] = ("context", "push")
 
 
@@ -23,9 +23,9 @@ class DeadLetter:
     reason: str
     since: str  # ISO 8601 UTC: when the message was put on the queue it now sits in
     config_id: str = ""  # push: the push config it was for
-    event_id: str = ""  # push, push-rule: the event it carries
-    # What it carries: "statusUpdate TASK_STATE_COMPLETED", "artifactUpdate" (push); the event's detail-type and
-    # state (push-rule); the batch of table changes (publish).
+    event_id: str = ""  # push: the event it carries
+    # What it carries: "statusUpdate TASK_STATE_COMPLETED", "artifactUpdate" (push); the batch of table changes
+    # (publish).
     event: str = ""
     webhook_id: str = ""  # push: the Standard Webhooks id every attempt of it carried (and a redrive keeps)
 

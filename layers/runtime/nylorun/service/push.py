@@ -2,9 +2,9 @@
 with Standard Webhooks, to hosts the Runtime allows. Retries last up to 24 hours").
 
 Three steps, one queue (SQS FIFO):
-* hand-off: the bus puts every event in one message group (an EventBridge SQS target takes a fixed
-  MessageGroupId); an event whose task has push configs is moved at once into its task's own group, one
-  message, so a task with many configs never holds up another task's events (issue 15);
+* hand-off, in the publish function (`hand_off`): an event whose task has push configs is queued in its task's
+  own message group, one message; an event of a task without configs is not queued at all. No message group is
+  shared by tasks, so no task's events (however many) hold up another task's (issue 15);
 * fan-out, in the task's group (its events keep their order): one delivery per push config, queued ten per
   SQS call, `push_fan_out_step` at a time: the event is then handed back and stays first in its group (a
   cursor in the table says how far it got), so 1,000 configs of one task take turns with other tasks'
@@ -95,6 +95,28 @@ def retry_after_seconds(value: str | None, now: float) -> int:
         return 0
 
 
+def pushed_member(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The StreamResponse member an event pushes and its payload, or None for events nobody is pushed."""
+    detail_type, detail = event.get("detail-type"), event.get("detail") or {}
+    if detail_type == STATUS_CHANGED:
+        if detail.get("state") == TaskState.SUBMITTED.value:
+            return None  # the creator already has the task from its SendMessage answer
+        return "statusUpdate", detail["statusUpdate"]
+    if detail_type == ARTIFACT_UPDATED:
+        return "artifactUpdate", detail["artifactUpdate"]
+    return None
+
+
+def hand_off(store: TaskStore, queue: DeliveryQueue, event: dict[str, Any]) -> bool:
+    """Queue an event (`detail-type`, `detail`: as on the bus) in its task's own message group, when the task has
+    anything to fan out to. True when it was queued."""
+    detail = event.get("detail") or {}
+    if pushed_member(event) is None or not store.push_configs_after(str(detail["taskId"]), None, 1):
+        return False
+    queue.send_fan_out(str(detail["taskId"]), str(detail["eventId"]), event)
+    return True
+
+
 class PushService:
     def __init__(
         self,
@@ -117,33 +139,17 @@ class PushService:
         self._now = clock
 
     # ------------------------------------------------------------------ hand-off and fan-out
-    @staticmethod
-    def _pushed(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        """The StreamResponse member an event pushes and its payload, or None for events nobody is pushed."""
-        detail_type, detail = event.get("detail-type"), event.get("detail") or {}
-        if detail_type == STATUS_CHANGED:
-            if detail.get("state") == TaskState.SUBMITTED.value:
-                return None  # the creator already has the task from its SendMessage answer
-            return "statusUpdate", detail["statusUpdate"]
-        if detail_type == ARTIFACT_UPDATED:
-            return "artifactUpdate", detail["artifactUpdate"]
-        return None
-
     def hand_off(self, event: dict[str, Any]) -> bool:
-        """Move an event from the bus's shared message group into its task's own group, when it has anything
-        to fan out to. True when it was moved."""
-        detail = event.get("detail") or {}
-        if self._pushed(event) is None or not self._store.push_configs_after(str(detail["taskId"]), None, 1):
-            return False
-        self._queue.send_fan_out(str(detail["taskId"]), str(detail["eventId"]), event)
-        return True
+        """An event queued in the push queue's shared group by the push rule of earlier versions (the bus fed
+        the queue): moved into its task's own group as then, so an upgrade loses none."""
+        return hand_off(self._store, self._queue, event)
 
     def fan_out(self, event: dict[str, Any], resumed: bool = False) -> FanOut:
         """Queue the next `push_fan_out_step` deliveries of an event (configs by id). Not done: the
         caller hands the event back to its task's group, where it stays first (its task's later events wait,
         so each config still gets them in order), and the deliveries just queued take their turn with every
         other task's before the next step. `resumed`: the event was received before, it may have a cursor."""
-        pushed = self._pushed(event)
+        pushed = pushed_member(event)
         if pushed is None:
             return FanOut(0, done=True)
         kind, payload = pushed
