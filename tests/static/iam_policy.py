@@ -84,8 +84,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "PushFunctionRole": frozenset({
         # configs: list (Query), expire (UpdateItem; a fan-out step's in one transaction), read, remove on 410
         # (DeleteItem, with its task's and subject's counts: UpdateItem in the same transaction); the task's items
-        # (re-read)
-        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        # (re-read); a fan-out's cursor (PutItem, DeleteItem)
+        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
         "s3:GetObject", "s3:GetObjectVersion",  # presigned URLs of file artifacts
         # deliveries, dead letters; retry delays; a message deleted as soon as it is handled, not with its batch
         "sqs:SendMessage*", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",

@@ -17,6 +17,7 @@ from iam_policy import (
     template_actions,
     template_problems,
 )
+from nylorun.adapters.dynamodb import layout
 from nylorun_local import template
 
 
@@ -357,3 +358,19 @@ def test_each_function_may_seal_or_open_only_its_own_kind_of_secret() -> None:
         ("TurnFunctionRole", "kms:Encrypt", "delegation"),
         ("PushFunction", "kms:Decrypt", "push-credential"),
     }
+
+
+def test_the_push_function_may_keep_the_cursor_of_a_fan_out_in_steps() -> None:
+    # Given the push role's table statement, and the item a fan-out of more configs than one step keeps its place in
+    # (moto checks no IAM: before, a second step would have been refused on AWS, its cursor's key outside the role)
+    cursor = layout.fan_out("task", "event")["PK"].split("#")[0] + "#*"
+    tpl = real_template()
+    for policy in tpl["Resources"]["PushFunction"]["Properties"]["Policies"]:
+        for statement in statements(policy if "Statement" in policy else {}):
+            if "dynamodb:Query" in statement["Action"]:
+                keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+                # Then it may read, write and remove that item (PushTableStore.set_fan_out_cursor: PutItem, DeleteItem)
+                assert cursor in keys
+                assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"} <= set(statement["Action"])
+                return
+    raise AssertionError("no table statement on the push role")
