@@ -22,7 +22,15 @@ from nylorun.events import (
 )
 from nylorun.ports import NewTurn, StoredPushConfig
 from nylorun.profile.extensions import TELEMETRY, PlanStep
-from nylorun.protocol.models import Artifact, Message, Part, Role, TaskPushNotificationConfig, TaskState, TaskStatus
+from nylorun.protocol.models import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+)
 from nylorun.service.publish import EventPublisher
 from unit_support import OWNER, message
 
