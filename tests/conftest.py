@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -100,6 +101,21 @@ def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0
         time.sleep(every)
         value = read()
     return value
+
+
+def held_agent(local_runtime: LocalRuntime, name: str, hold: threading.Event) -> None:
+    """Serve an Agent whose turn waits for `hold` (up to 30 s), says "halfway", then replies "done"."""
+    from nylorun.engine import Agent, Turn
+
+    agent = Agent(name=name, description="Holds its turn until told.", skills=[])
+
+    @agent.turn
+    def run(turn: Turn) -> None:
+        hold.wait(30)
+        turn.say("halfway")
+        turn.reply("done")
+
+    local_runtime.add_agent(agent)
 
 
 def user_message(text: str = "hello", message_id: str | None = None, **fields: Any) -> dict[str, Any]:

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 from botocore.client import BaseClient
-from conftest import ALICE, poll, rpc, user_message
-from nylorun.engine import Agent, Turn
+from conftest import ALICE, held_agent, poll, rpc, user_message
 from nylorun.wiring import LazyClient, Runtime
 from nylorun_local import template
 from nylorun_local.runtime import LocalRuntime
@@ -151,15 +150,7 @@ def test_every_table_call_of_a_pushed_task_is_within_its_functions_role(
 ) -> None:
     # Given a held agent, a receiver, a fan-out in steps of two, and a second receiver that answers 410 Gone
     hold = threading.Event()
-    agent = Agent(name="iam-held", description="Holds its turn until told.", skills=[])
-
-    @agent.turn
-    def run(turn: Turn) -> None:
-        hold.wait(30)
-        turn.say("halfway")
-        turn.reply("done")
-
-    local_runtime.add_agent(agent)
+    held_agent(local_runtime, "iam-held", hold)
     push = local_runtime._functions["PushFunction"].runtime
     monkeypatch.setattr(push.settings, "push_fan_out_step", 2)
     receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))

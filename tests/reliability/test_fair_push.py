@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import held_agent
 from nylorun.adapters.sqs import SqsPushQueue
 from nylorun.adapters.webhooks import WebhookSender
 from nylorun.domain.ids import Owner
@@ -408,15 +409,7 @@ def test_the_url_files_of_one_message_are_fetched_up_to_their_total_only() -> No
 def test_a_fan_out_in_steps_keeps_each_configs_updates_in_order(local_runtime: LocalRuntime) -> None:
     # Given a task held in its turn, with 25 push configs on one receiver (fan-out steps of 10: three steps)
     hold = threading.Event()
-    agent = Agent(name="held-fair", description="Holds its turn until told.", skills=[])
-
-    @agent.turn
-    def run(turn: Turn) -> None:
-        hold.wait(30)
-        turn.say("halfway")
-        turn.reply("done")
-
-    local_runtime.add_agent(agent)
+    held_agent(local_runtime, "held-fair", hold)
     receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
     try:
         url = local_runtime.agent_url("held-fair")
