@@ -198,9 +198,10 @@ def test_a_push_batch_runs_its_message_groups_side_by_side(
 def test_a_slow_receiver_in_the_batch_holds_up_no_other_message_group(
     local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given, on the push queue in this order: an event from the bus (in the bus's one message group, which every
-    # task's events share), a delivery to another subject's receiver that never answers (4 s deadline), a delivery
-    # of a third subject's config, then a second event in the bus's group and a second delivery for that config;
+    # Given, on the push queue in this order: an event in one message group that many tasks' events share (as an
+    # earlier version's push rule queued them; the push function still hands those off), a delivery to another
+    # subject's receiver that never answers (4 s deadline), a delivery of a third subject's config, then a second
+    # event in the shared group and a second delivery for that config;
     # Lambda hands the first three to one invocation (the groups of the last two are locked while theirs are out)
     peer = SlowPeer("silent", most=30)
     function, (record,), _ = _slow_batch(local_runtime, peers, monkeypatch, ["c0"], peer, deadline=4)

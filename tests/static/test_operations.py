@@ -1,6 +1,6 @@
 """Operations in template.yaml: the dashboard names only metrics that exist, every log group keeps its events for
-LogRetentionDays, the HTTP API logs who called what (never a body) and is throttled, and the push rule has a
-dead-letter queue. Each check returns problems: clean on the real template, dirty on a broken copy.
+LogRetentionDays, and the HTTP API logs who called what (never a body) and is throttled. Each check returns
+problems: clean on the real template, dirty on a broken copy.
 
 "Metrics that exist": a Nylorun metric is one the code emits (Powertools `add_metric` / `single_metric` calls, found
 in the source; the dimensions of `single_metric` ones read from what `count_rpc` prints); an AWS metric is one the
