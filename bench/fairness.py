@@ -73,16 +73,14 @@ class _Receiver:
 
 def _serve(port: Connection, received: Synchronized[int], arrivals: SimpleQueue[tuple[str, float]]) -> None:
     completed: set[str] = set()
-    lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             update = body.get("statusUpdate") or {}
             task_id, state = update.get("taskId"), update.get("status", {}).get("state")
-            with lock:
-                with received.get_lock():
-                    received.value += 1
+            with received.get_lock():  # the handler's threads share the count and the set
+                received.value += 1
                 if state == "TASK_STATE_COMPLETED" and task_id not in completed:
                     completed.add(task_id)
                     arrivals.put((task_id, time.monotonic()))

@@ -103,6 +103,38 @@ def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0
     return value
 
 
+def watch_clients(
+    local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch, attach: Callable[[str, Any], None]
+) -> None:
+    """`attach(function, client)` for every boto3 client of the local Runtime's api ("api") and functions ("turn",
+    "push", ...): those their adapters hold now (two levels down: adapter, then its own parts; wiring makes each on
+    first use) and each one made later."""
+    from botocore.client import BaseClient
+    from nylorun.wiring import LazyClient, Runtime
+
+    assert local_runtime.runtime is not None
+    functions = {id(local_runtime.runtime): ("api", local_runtime.runtime)}
+    for logical_id, module in local_runtime._functions.items():
+        functions[id(module.runtime)] = (logical_id.removesuffix("Function").lower(), module.runtime)
+    for name, runtime in functions.values():
+        for adapter in list(vars(runtime).values()):
+            for holder in [adapter, *getattr(adapter, "__dict__", {}).values()]:
+                for value in list(getattr(holder, "__dict__", {}).values()):
+                    if isinstance(value, LazyClient):
+                        value = value.client
+                    if isinstance(value, BaseClient):
+                        attach(name, value)
+    original = Runtime.client
+
+    def client(self: Runtime, service: str) -> Any:  # a client made later (an adapter first used now)
+        made = original(self, service)
+        if id(self) in functions:
+            attach(functions[id(self)][0], made)
+        return made
+
+    monkeypatch.setattr(Runtime, "client", client)
+
+
 def held_agent(local_runtime: LocalRuntime, name: str, hold: threading.Event) -> None:
     """Serve an Agent whose turn waits for `hold` (up to 30 s), says "halfway", then replies "done"."""
     from nylorun.engine import Agent, Turn

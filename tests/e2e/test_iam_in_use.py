@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 from botocore.client import BaseClient
-from conftest import ALICE, held_agent, poll, rpc, user_message
-from nylorun.wiring import LazyClient, Runtime
+from conftest import ALICE, held_agent, poll, rpc, user_message, watch_clients
 from nylorun_local import template
 from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver, own_secrets
@@ -77,35 +76,11 @@ class Recorder:
 
         client.meta.events.register("before-parameter-build", before, unique_id=f"iam-use-{id(client)}")
 
-    def attach_runtime(self, function: str, runtime: Runtime) -> None:
-        """Every client the runtime's adapters already hold (wiring makes each on first use)."""
-        for adapter in list(vars(runtime).values()):
-            for holder in [adapter, *getattr(adapter, "__dict__", {}).values()]:
-                for value in list(getattr(holder, "__dict__", {}).values()):
-                    if isinstance(value, LazyClient):
-                        value = value.client
-                    if isinstance(value, BaseClient):
-                        self.attach(function, value)
-
 
 @pytest.fixture()
 def recorder(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
-    assert local_runtime.runtime is not None
     recorder = Recorder()
-    functions = {id(local_runtime.runtime): ("api", local_runtime.runtime)}
-    for logical_id, module in local_runtime._functions.items():
-        functions[id(module.runtime)] = (logical_id.removesuffix("Function").lower(), module.runtime)
-    for name, runtime in functions.values():
-        recorder.attach_runtime(name, runtime)
-    original = Runtime.client
-
-    def client(self: Runtime, name: str) -> Any:  # a client made later (an adapter first used now)
-        made = original(self, name)
-        if id(self) in functions:
-            recorder.attach(functions[id(self)][0], made)
-        return made
-
-    monkeypatch.setattr(Runtime, "client", client)
+    watch_clients(local_runtime, monkeypatch, recorder.attach)
     yield recorder
 
 

@@ -25,8 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from botocore.client import BaseClient
-from conftest import auth, user_message
-from nylorun.wiring import LazyClient, Runtime
+from conftest import auth, user_message, watch_clients
 from nylorun_local import aws as local_aws
 from nylorun_local.runtime import LocalRuntime
 
@@ -178,39 +177,12 @@ class Meter:
             self.wru[component] += wru
             self.rru[component] += rru
 
-    def attach_runtime(self, component: str, runtime: Runtime) -> None:
-        """Every client the runtime's adapters already hold (two levels down: adapter, then its own parts)."""
-        for adapter in list(vars(runtime).values()):
-            for holder in [adapter, *getattr(adapter, "__dict__", {}).values()]:
-                for value in list(getattr(holder, "__dict__", {}).values()):
-                    if isinstance(value, LazyClient):  # wiring makes each client on first use
-                        value = value.client
-                    if isinstance(value, BaseClient):
-                        self.attach(component, value)
-
 
 @pytest.fixture()
 def meter(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Meter, Counter[str], dict[str, list[float]]]]:
     assert local_runtime.runtime is not None and local_runtime.stack is not None
     meter = Meter(side=local_runtime.aws.client("dynamodb"), table=local_runtime.stack.table_name)
-    components: dict[int, str] = {id(local_runtime.runtime): "api"}
-    for logical_id, module in local_runtime._functions.items():
-        components[id(module.runtime)] = logical_id.removesuffix("Function").lower()
-    for runtime_id, component in components.items():
-        runtime = local_runtime.runtime if component == "api" else next(
-            m.runtime for m in local_runtime._functions.values() if id(m.runtime) == runtime_id
-        )
-        meter.attach_runtime(component, runtime)
-
-    original_client = Runtime.client
-
-    def client(self: Runtime, name: str) -> Any:  # clients made later (a cached adapter first used now)
-        made = original_client(self, name)
-        if id(self) in components:
-            meter.attach(components[id(self)], made)
-        return made
-
-    monkeypatch.setattr(Runtime, "client", client)
+    watch_clients(local_runtime, monkeypatch, meter.attach)
 
     invocations: Counter[str] = Counter()
     durations: dict[str, list[float]] = defaultdict(list)

@@ -429,9 +429,9 @@ def test_a_fan_out_in_steps_keeps_each_configs_updates_in_order(local_runtime: L
         # first WORKING update was still being fanned out may get that one too, before them)
         by_config: dict[str, list[str]] = {}
         for request in list(receiver.requests):
-            status = request["body"]["statusUpdate"]["status"]
-            text = "".join(p.get("text", "") for p in (status.get("message") or {}).get("parts", []))
-            by_config.setdefault(request["headers"]["X-A2A-Notification-Token"], []).append(text or status["state"])
+            by_config.setdefault(request["headers"]["X-A2A-Notification-Token"], []).append(
+                _text(request) or _state(request)
+            )
         assert all(r["verified"] for r in receiver.requests)
         assert {c: states[-2:] for c, states in by_config.items()} == {f"c{n:02}": ["halfway", "done"] for n in range(25)}
     finally:

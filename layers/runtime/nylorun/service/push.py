@@ -197,7 +197,7 @@ class PushService:
         self, kind: str, payload: Any, task_id: str, head: dict[str, Any] | None
     ) -> dict[str, Any] | None:
         """The event's payload as the table vouches for it (`head`: the task item), or None. Anyone allowed to put
-        events on the bus could otherwise make the Runtime sign any content (issue 15): a status goes out only if it
+        messages on the push queue could otherwise make the Runtime sign any content (issue 15): a status goes out only if it
         is one of the task's latest statuses (the task item's `statusLog`), an artifact only as the table holds it
         now."""
         if head is None or not isinstance(payload, dict) or payload.get("taskId") != task_id:
