@@ -685,6 +685,11 @@ BROKEN_VALUES = [
     # EventBridge
     pytest.param(R + "RuntimeBus.Properties.Name", "nylorun-events", "RuntimeBus.Name 'nylorun-events' is the same in every stack", id="bus name fixed"),
     pytest.param(R + "RuntimeBus.Properties.Name", {"Fn::Sub": "${AWS::StackName}-" + "e" * 128}, "RuntimeBus.Name is 257 characters", id="bus name over 256"),
+    # The template has no rule (the publish function queues pushed events itself); a deployer who adds one, say to
+    # route usage events to the push queue or another FIFO queue, gets the same checks.
+    pytest.param(R + "UsageRule", {"Type": "AWS::Events::Rule", "Properties": {"EventBusName": {"Ref": "RuntimeBus"}, "Targets": [{"Id": "usage", "Arn": {"Fn::GetAtt": ["PushQueue", "Arn"]}}]}}, "UsageRule.Targets.usage: a FIFO queue target needs SqsParameters.MessageGroupId", id="rule to a FIFO queue without a group"),
+    pytest.param(R + "UsageRule", {"Type": "AWS::Events::Rule", "Properties": {"Targets": [{"Id": "usage", "Arn": "arn:aws:sqs:us-east-1:1:q", "RetryPolicy": {"MaximumEventAgeInSeconds": 30}}]}}, "MaximumEventAgeInSeconds 30 is outside 60-86400", id="rule target event age 30"),
+    pytest.param(R + "UsageRule", {"Type": "AWS::Events::Rule", "Properties": {"Targets": [{"Id": f"t{n}", "Arn": "arn:aws:sqs:us-east-1:1:q"} for n in range(6)]}}, "6 targets, over 5", id="rule with 6 targets"),
     # API Gateway (the operations change's settings, checked by type)
     pytest.param(R + "HttpApi.Properties.DefaultRouteSettings", {"ThrottlingBurstLimit": 6000, "ThrottlingRateLimit": 100}, "ThrottlingBurstLimit 6000 is outside 0-5000", id="throttling burst 6000"),
     pytest.param(R + "HttpApi.Properties.AccessLogSettings", {"DestinationArn": {"Fn::GetAtt": ["TurnStateMachineLogs", "Arn"]}}, "needs both DestinationArn and Format", id="access log without a format"),
