@@ -135,8 +135,9 @@ def watch_clients(
     monkeypatch.setattr(Runtime, "client", client)
 
 
-def held_agent(local_runtime: LocalRuntime, name: str, hold: threading.Event) -> None:
-    """Serve an Agent whose turn waits for `hold` (up to 30 s), says "halfway", then replies "done"."""
+def held_agent(local_runtime: LocalRuntime, name: str, hold: threading.Event, artifact: str | None = None) -> None:
+    """Serve an Agent whose turn waits for `hold` (up to 30 s), says "halfway", adds an artifact with the text
+    `artifact` if given, then replies "done"."""
     from nylorun.engine import Agent, Turn
 
     agent = Agent(name=name, description="Holds its turn until told.", skills=[])
@@ -145,6 +146,8 @@ def held_agent(local_runtime: LocalRuntime, name: str, hold: threading.Event) ->
     def run(turn: Turn) -> None:
         hold.wait(30)
         turn.say("halfway")
+        if artifact is not None:
+            turn.artifact(artifact, name="report")
         turn.reply("done")
 
     local_runtime.add_agent(agent)

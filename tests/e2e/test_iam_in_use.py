@@ -123,9 +123,10 @@ def refused(uses: set[tuple[str, str, str | None]]) -> list[str]:
 def test_every_table_call_of_a_pushed_task_is_within_its_functions_role(
     local_runtime: LocalRuntime, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a held agent, a receiver, a fan-out in steps of two, and a second receiver that answers 410 Gone
+    # Given a held agent that adds an artifact (its publishing reads the task), a receiver, a fan-out in steps of
+    # two, and a second receiver that answers 410 Gone
     hold = threading.Event()
-    held_agent(local_runtime, "iam-held", hold)
+    held_agent(local_runtime, "iam-held", hold, artifact="report")
     push = local_runtime._functions["PushFunction"].runtime
     monkeypatch.setattr(push.settings, "push_fan_out_step", 2)
     receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))

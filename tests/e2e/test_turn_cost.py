@@ -298,8 +298,8 @@ def test_one_plain_echo_turn_end_to_end(
     # Sanity: the turn's writes and reads were seen, one status event at least was published
     assert counter.events_put >= 2
     # And a task without push configs costs the push queue and the push function nothing (issue 15: its events are
-    # not queued for push; each pushed kind costs the publish function one Query, Limit 1, to know)
+    # not queued for push), nor the publish function a read: each status change's image counts the task's configs
     assert push_messages == 0 and not counter.sqs_sent, (push_messages, counter.sqs_sent)
-    assert counter.calls[("publish", "dynamodb:Query")] == 2  # WORKING, COMPLETED
+    assert counter.calls[("publish", "dynamodb:Query")] == 0
     assert wru > 0 and rru > 0
     assert counter.calls[("api", "stepfunctions:StartExecution")] == 1

@@ -249,3 +249,37 @@ def test_only_the_pushed_events_of_a_task_with_push_configs_are_queued_for_push_
         (STATUS_CHANGED, "TASK_STATE_WORKING"), (ARTIFACT_UPDATED, None), (STATUS_CHANGED, "TASK_STATE_COMPLETED"),
     ]  # fmt: skip
     assert queue.fan_outs == [(pushed.id, e.detail["eventId"], e.detail_type) for e in expected]
+
+
+def _counting(record: dict[str, Any], configs: int) -> dict[str, Any]:
+    """The record with the task item's push config count in its images, as the DynamoDB store's items carry it."""
+    for image in record["dynamodb"].values():
+        image["pushConfigs"] = _serializer.serialize(configs)
+    return record
+
+
+def test_a_status_change_whose_image_counts_the_push_configs_is_queued_by_that_count_without_a_read() -> None:
+    # Given a task with one push config, its store counting every read of its configs
+    task = Task()
+    config = TaskPushNotificationConfig(id="cfg", task_id=task.id, url="https://hooks.example/a")
+    task.store.put_push_config(task.id, StoredPushConfig(config=config, created_at="2026-12-02T00:00:00Z"))
+    reads: list[str] = []
+    read_configs = task.store.push_configs_after
+
+    def counted(task_id: str, after: str | None, limit: int) -> list[StoredPushConfig]:
+        reads.append(task_id)
+        return read_configs(task_id, after, limit)
+
+    task.store.push_configs_after = counted  # type: ignore[method-assign]
+    queue = PushQueue()
+    publisher = EventPublisher(task.store, Bus(), decode_change, queue)
+    # When it works in a write whose image counts no configs (the config came after it), then asks for input in
+    # one that counts one
+    publisher.publish_record(_counting(task.change(TaskState.WORKING, text="on it"), 0))
+    publisher.publish_record(_counting(task.change(TaskState.INPUT_REQUIRED, text="more?"), 1))
+    # Then only INPUT_REQUIRED is queued for push (the WORKING event predates the config), and no config was read
+    assert [kind for _, _, kind in queue.fan_outs] == [STATUS_CHANGED]
+    assert reads == []
+    # And an image from before the count was kept (no pushConfigs) still reads the table: one config, queued
+    publisher.publish_record(task.change(TaskState.COMPLETED, text="done"))
+    assert reads == [task.id] and len(queue.fan_outs) == 2

@@ -44,6 +44,9 @@ class TaskImage:
     status: str
     plan: str | None = None
     version: int = 0
+    # How many push configs the task had as of this image (the task item's `pushConfigs`: each config's add and
+    # delete changes it in the same transaction); None for an item from before the count was kept.
+    push_configs: int | None = None
 
     @classmethod
     def from_head(cls, head: dict[str, Any]) -> TaskImage:
@@ -58,6 +61,7 @@ class TaskImage:
             status=str(head["status"]),
             plan=str(head["plan"]) if head.get("plan") else None,
             version=int(head.get("version", 0)),
+            push_configs=int(head["pushConfigs"]) if head.get("pushConfigs") is not None else None,
         )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nylorun.events import ArtifactChanged, Change, TaskImage, from_change
+from nylorun.events import ArtifactChanged, Change, TaskChanged, TaskImage, from_change
 from nylorun.observability import metrics
 from nylorun.ports import DeliveryQueue, EventBus
 from nylorun.service.push import hand_off
@@ -36,6 +36,9 @@ class EventPublisher:
     def publish(self, change: Change | None) -> int:
         head = self._head(change.task_id) if isinstance(change, ArtifactChanged) else None
         events = from_change(change, head)
+        # The task's push configs as of this change: a status change's image carries the count, an artifact's task
+        # item was just read (`head`).
+        task = change.new if isinstance(change, TaskChanged) else head
         if events:
             self._bus.publish(events)
             metrics.add_metric(name="EventsPublished", unit="Count", value=len(events))
@@ -45,7 +48,12 @@ class EventPublisher:
             # single file: one caller's flood of events held up every other caller's pushes. A retried record
             # queues its events again; the queue drops each within 5 minutes (its deduplication id is the event's).
             for event in events:
-                hand_off(self._store, self._push_queue, {"detail-type": event.detail_type, "detail": event.detail})
+                hand_off(
+                    self._store,
+                    self._push_queue,
+                    {"detail-type": event.detail_type, "detail": event.detail},
+                    task.push_configs if task is not None else None,
+                )
         return len(events)
 
     def _head(self, task_id: str) -> TaskImage | None:

@@ -107,11 +107,18 @@ def pushed_member(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def hand_off(store: TaskStore, queue: DeliveryQueue, event: dict[str, Any]) -> bool:
+def hand_off(store: TaskStore, queue: DeliveryQueue, event: dict[str, Any], configs: int | None = None) -> bool:
     """Queue an event (`detail-type`, `detail`: as on the bus) in its task's own message group, when the task has
-    anything to fan out to. True when it was queued."""
+    anything to fan out to. True when it was queued. `configs`: the task's count of push configs as the change that
+    made the event showed it; None (not known: a task item from before the count was kept) reads the table."""
     detail = event.get("detail") or {}
-    if pushed_member(event) is None or not store.push_configs_after(str(detail["taskId"]), None, 1):
+    if pushed_member(event) is None:
+        return False
+    # The count is the task item's own: a status event carries it in the same write, so a config added before that
+    # write is counted and one added after it (which the event predates) is not. No read for a task without configs.
+    if configs is not None and configs <= 0:
+        return False
+    if configs is None and not store.push_configs_after(str(detail["taskId"]), None, 1):
         return False
     queue.send_fan_out(str(detail["taskId"]), str(detail["eventId"]), event)
     return True
