@@ -153,3 +153,50 @@ def test_a_gone_receiver_disables_its_config_and_gets_nothing_more(local_runtime
         assert len(gone.requests) == 1
     finally:
         gone.close()
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    [
+        # Latin-1 digits Python calls digits: a header's bytes are read as Latin-1, so these are what can arrive
+        # (an Arabic-Indic or full-width number arrives as other characters, not digits).
+        pytest.param("²", id="superscript two"),
+        pytest.param("¹²³", id="superscript 123"),
+        pytest.param("1²", id="one and a superscript two"),
+    ],
+)
+def test_a_retry_after_that_is_not_ascii_digits_or_a_date_gets_the_normal_backoff(
+    local_runtime: LocalRuntime, push_config: Any, retry_after: str
+) -> None:
+    # Given a receiver that answers 503 with a Retry-After that HTTP does not allow (RFC 9110: digits are ASCII)
+    assert local_runtime.runtime is not None
+    busy = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (503, {"Retry-After": retry_after}))
+    try:
+        delivery = push_config(busy.url)
+        # When a delivery meets it
+        result = local_runtime.runtime.push.deliver(delivery, 1)
+        # Then the delivery is retried on its own backoff: the header neither breaks the push function nor sets the
+        # wait (on main before issue 15 each raised: str.isdigit() says yes, int() says no)
+        settings = local_runtime.runtime.settings
+        assert result.outcome is Outcome.RETRY, result
+        assert 1 <= result.delay_seconds <= max(1, settings.push_retry_base_seconds), result
+        assert len(busy.requests) == 1
+    finally:
+        busy.close()
+
+
+def test_a_retry_after_too_long_for_an_integer_waits_the_longest_a_retry_can(
+    local_runtime: LocalRuntime, push_config: Any
+) -> None:
+    # Given a receiver that asks for a wait of 5,000 digits (more than Python turns into an integer)
+    assert local_runtime.runtime is not None
+    busy = Receiver(own_secrets(local_runtime.base_url, ALICE), lambda n: (503, {"Retry-After": "9" * 5000}))
+    try:
+        delivery = push_config(busy.url)
+        # When a delivery meets it
+        result = local_runtime.runtime.push.deliver(delivery, 1)
+        # Then it waits as long as one retry can (12 hours, SQS's longest visibility timeout), instead of raising
+        assert result.outcome is Outcome.RETRY, result
+        assert result.delay_seconds == 43_200, result
+    finally:
+        busy.close()

@@ -6,6 +6,8 @@ worked before the change (the closing note of issue 15 says which failed on main
 - A subject is nowhere as an unsalted sha256 (page tokens, S3 keys in presigned URLs), and page tokens cannot be
   made up.
 - A web page's script cannot drive the Runtime (browser `Origin`), and `--auth none` stays on loopback unless asked.
+- A caller cannot reach the metadata service or a private network through an IPv6 address that carries an IPv4 one,
+  as a push URL or as a file the Runtime fetches.
 """
 
 from __future__ import annotations
@@ -242,3 +244,51 @@ def test_a_made_up_push_config_page_token_is_refused(local_runtime: LocalRuntime
     assert [error_code(a) for a in answers] == [-32602] * 3, answers
     following = rpc(url, "ListTaskPushNotificationConfigs", {"taskId": tasks[0], "pageSize": 1, "pageToken": token})
     assert len(following["result"]["configs"]) == 1, following
+
+
+# 169.254.169.254 (the instance metadata service) inside each IPv6 form that carries an IPv4 address. On main before
+# issue 15 only the IPv4-mapped form (::ffff:0:0/96) was unwrapped; these four were judged as public IPv6 addresses.
+METADATA_IN_IPV6 = [
+    pytest.param("64:ff9b::a9fe:a9fe", id="NAT64 64:ff9b::/96"),
+    pytest.param("64:ff9b:1::a9fe:a9fe", id="local-use NAT64 64:ff9b:1::/48"),
+    pytest.param("2002:a9fe:a9fe::1", id="6to4 2002::/16"),
+    pytest.param("::a9fe:a9fe", id="IPv4-compatible ::/96"),
+]
+
+
+def _tasks_in(url: str, context_id: str) -> list[dict[str, Any]]:
+    return list(rpc(url, "ListTasks", {"contextId": context_id})["result"]["tasks"])
+
+
+@pytest.mark.parametrize("address", METADATA_IN_IPV6)
+def test_a_push_url_that_wraps_the_metadata_address_in_ipv6_is_refused(local_runtime: LocalRuntime, address: str) -> None:
+    url = local_runtime.agent_url("echo")
+    context_id = f"ctx-{uuid.uuid4()}"
+    # Given a caller whose push config names the metadata service, wrapped in an IPv6 address
+    config = {"id": "metadata", "url": f"https://[{address}]/latest/meta-data/"}
+    params = {"message": user_message("hi", contextId=context_id),
+              "configuration": {"taskPushNotificationConfig": config}}  # fmt: skip
+    # When it sends a message with it
+    answer = rpc(url, "SendMessage", params)
+    # Then the request is refused as invalid, naming the address, and no task was made
+    assert error_code(answer) == -32602, answer
+    assert "not a public address" in answer["error"]["message"]
+    assert _tasks_in(url, context_id) == []
+
+
+@pytest.mark.parametrize("address", METADATA_IN_IPV6)
+def test_a_file_url_that_wraps_the_metadata_address_in_ipv6_is_refused(
+    local_runtime: LocalRuntime, trust_agent: dict[str, threading.Event], address: str
+) -> None:
+    url = local_runtime.agent_url("t-trust")
+    context_id = f"ctx-{uuid.uuid4()}"
+    # Given a message whose file is a URL of the metadata service, wrapped in an IPv6 address, for the Runtime to fetch
+    part = {"url": f"https://[{address}]/latest/meta-data/iam/security-credentials/", "mediaType": "image/png"}
+    message = user_message("look", contextId=context_id)
+    message["parts"].append(part)
+    # When it is sent
+    answer = rpc(url, "SendMessage", {"message": message})
+    # Then it is refused before anything is written or fetched
+    assert error_code(answer) == -32602, answer
+    assert "not a public address" in answer["error"]["message"]
+    assert _tasks_in(url, context_id) == []
