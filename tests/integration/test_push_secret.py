@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from nylorun.domain.signing import subject_secret
@@ -163,3 +164,25 @@ def test_the_keys_a_caller_is_handed_follow_the_rotation(local_runtime: LocalRun
     client.put_secret_value(SecretId=arn, SecretString=NEW)
     time.sleep(1.2)
     assert keys.for_subject("alice") == [subject_secret(NEW, "alice")]
+
+
+def test_the_api_makes_no_secrets_manager_client_until_a_caller_asks_for_its_keys(
+    local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a Runtime whose push secret is in Secrets Manager, its clients watched as they are made
+    assert local_runtime.runtime is not None
+    base = local_runtime.runtime
+    arn = local_runtime.aws.client("secretsmanager").create_secret(Name=f"push-{uuid.uuid4().hex}", SecretString=OLD)["ARN"]
+    settings = base.settings.model_copy(update={"push_secret": None, "push_secret_arn": arn})
+    runtime = Runtime(settings=settings, registry=base.registry)
+    made: list[Any] = []
+    client = runtime.client
+    monkeypatch.setattr(runtime, "client", lambda name: made.append(client(name)) or made[-1])
+    # When the api's signing keys are wired (as the api function does when its module loads)
+    keys = runtime.signing_keys
+    assert keys is not None
+    # Then no Secrets Manager client exists yet (making one is ~50 ms of a cold start no request needs but one)
+    assert made and all(lazy._client is None for lazy in made)
+    # And the first caller who asks gets keys derived from the stored secret, the client made then
+    assert keys.for_subject("alice") == [subject_secret(OLD, "alice")]
+    assert made[0]._client is not None

@@ -18,11 +18,16 @@ class SecretsManagerSigningSecrets:
     """
 
     def __init__(self, client: Any, secret_id: str, max_age_seconds: int) -> None:
-        self._provider = SecretsProvider(boto3_client=client)
+        self._client = client
+        self._provider: SecretsProvider | None = None
         self._secret_id = secret_id
         self._max_age = max_age_seconds
 
     def __call__(self) -> list[str]:
+        # Made on first use: Powertools' provider touches its client when made, and a Secrets Manager client costs
+        # the api function's cold start ~50 ms, though only its push-signing-secrets route reads the secret.
+        if self._provider is None:
+            self._provider = SecretsProvider(boto3_client=self._client)
         return str(self._provider.get(self._secret_id, max_age=self._max_age)).split()
 
 
