@@ -368,7 +368,57 @@ def patch_moto_dynamodb() -> None:
         # neither; with several pollers and the api sending at once, moto must not either.
         for name in _SQS_OPERATIONS:
             setattr(SQSBackend, name, _serialized(getattr(SQSBackend, name)))
+        _answer_items_as_plain_json()
         _dynamodb_patched = True
+
+
+# DynamoDB operations whose answers hold items, keys, counts and capacities only: no timestamp, no member that the
+# operation's shape would leave out. Their JSON is written as it stands (`_answer_items_as_plain_json`).
+PLAIN_JSON_OPERATIONS = frozenset(
+    {
+        "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
+        "TransactGetItems", "TransactWriteItems",
+    }
+)  # fmt: skip
+plain_json = threading.local()  # `plain_json.off = True`: this thread's answers go through moto's serializer
+
+
+def _answer_items_as_plain_json() -> None:
+    """moto 5.2.5 writes every answer by walking the operation's output shape in botocore's model, member by
+    member: for an item, each attribute's value through a map, a structure and a picker. That walk was an eighth
+    of the local stack's CPU while one task's 1,000 push configs were pushed (issue 15's fair-push figure), most of
+    it for GetItem and Query answers. The answers of `PLAIN_JSON_OPERATIONS` are already the wire's JSON (moto's own
+    `dynamo_to_dict`: attribute values as `{type: value}`, numbers as strings), but for binary values (bytes: base64
+    on the wire, as moto's serializer writes them), members that are None and members the operation's output does not
+    have (DeleteItem's `ConsumedCapacityUnits`), which the walk leaves out: written as they stand,
+    the same JSON the walk gives (tests/integration/test_local_aws.py compares the two)."""
+    import base64
+
+    from moto.core.responses import ActionResult
+    from moto.dynamodb.responses import DynamoResult
+
+    def wire(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: wire(v) for k, v in value.items() if v is not None}
+        if isinstance(value, list):
+            return [wire(v) for v in value]
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode()
+        return value
+
+    def execute_result(self: Any, context: Any) -> Any:
+        if (
+            context.operation_model.name not in PLAIN_JSON_OPERATIONS
+            or not isinstance(self.result, dict)
+            or getattr(plain_json, "off", False)
+        ):
+            return ActionResult.execute_result(self, context)
+        members = context.operation_model.output_shape.members
+        answer = {k: wire(v) for k, v in self.result.items() if k in members and v is not None}
+        content_type = "application/x-amz-json-" + context.service_model.metadata.get("jsonVersion", "1.0")
+        return 200, {"Content-Type": content_type}, json.dumps(answer, separators=(",", ":"))
+
+    DynamoResult.execute_result = execute_result  # type: ignore[method-assign]
 
 
 _dispatch_patched = False

@@ -330,6 +330,82 @@ def test_a_query_of_one_partition_pages_as_dynamodb_does(local_runtime: LocalRun
                     assert got == want, (condition, forward, limit, only_even)
 
 
+def test_item_answers_written_as_plain_json_are_what_moto_s_serializer_writes(local_runtime: LocalRuntime) -> None:
+    # The local stack writes the answers of DynamoDB's item operations as plain JSON (aws.py
+    # PLAIN_JSON_OPERATIONS) instead of walking their output shape. Each operation, on two tables holding the same
+    # items (one answered each way), gives the same JSON, every kind of attribute value included (binary ones too)
+    from nylorun_local.aws import PLAIN_JSON_OPERATIONS, plain_json
+
+    db = local_runtime.aws.client("dynamodb")
+    bodies: list[bytes] = []
+    db.meta.events.register("before-parse.dynamodb", lambda response_dict, **_: bodies.append(response_dict["body"]))
+    tables = [f"plain-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for table in tables:
+        db.create_table(
+            TableName=table, BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}, {"AttributeName": "SK", "AttributeType": "S"}],
+        )  # fmt: skip
+    item = {
+        "PK": {"S": "p"}, "SK": {"S": "a"}, "n": {"N": "12.50"}, "b": {"B": b"\x00\xffbin"}, "t": {"BOOL": True},
+        "z": {"NULL": True}, "ss": {"SS": ["x", "y"]}, "ns": {"NS": ["1", "2"]}, "bs": {"BS": [b"\x01", b"\x02"]},
+        "m": {"M": {"inner": {"B": b"\x03"}, "l": {"L": [{"S": "deep"}, {"N": "7"}, {"M": {}}]}}}, "empty": {"S": ""},
+    }  # fmt: skip
+    capacity = {"ReturnConsumedCapacity": "TOTAL"}
+
+    def key(sk: str) -> dict[str, Any]:
+        return {"PK": {"S": "p"}, "SK": {"S": sk}}
+
+    calls: list[tuple[str, Any]] = [
+        ("put_item", lambda t: {"TableName": t, "Item": item, **capacity}),
+        ("put_item", lambda t: {"TableName": t, "Item": item | {"SK": {"S": "b"}}}),
+        ("put_item", lambda t: {"TableName": t, "Item": item | {"n": {"N": "-3"}}, "ReturnValues": "ALL_OLD"}),
+        ("get_item", lambda t: {"TableName": t, "Key": key("a"), "ConsistentRead": True, **capacity}),
+        ("get_item", lambda t: {"TableName": t, "Key": key("missing")}),
+        ("get_item", lambda t: {"TableName": t, "Key": key("a"), "ProjectionExpression": "m.l, bs, #n",
+                                "ExpressionAttributeNames": {"#n": "n"}}),
+        ("update_item", lambda t: {"TableName": t, "Key": key("a"), "UpdateExpression": "SET n = n + :one, nb = :b",
+                                   "ExpressionAttributeValues": {":one": {"N": "1"}, ":b": {"B": b"new"}},
+                                   "ReturnValues": "ALL_NEW", **capacity}),
+        ("update_item", lambda t: {"TableName": t, "Key": key("a"), "UpdateExpression": "REMOVE t",
+                                   "ReturnValues": "UPDATED_OLD"}),
+        ("update_item", lambda t: {"TableName": t, "Key": key("c"), "UpdateExpression": "SET v = :v",
+                                   "ExpressionAttributeValues": {":v": {"S": "c"}}}),
+        ("query", lambda t: {"TableName": t, "KeyConditionExpression": "PK = :p",
+                             "ExpressionAttributeValues": {":p": {"S": "p"}}, **capacity}),
+        ("query", lambda t: {"TableName": t, "KeyConditionExpression": "PK = :p", "Limit": 1, "ScanIndexForward": False,
+                             "ExpressionAttributeValues": {":p": {"S": "p"}}}),
+        ("query", lambda t: {"TableName": t, "KeyConditionExpression": "PK = :p", "Select": "COUNT",
+                             "ExpressionAttributeValues": {":p": {"S": "p"}}}),
+        ("scan", lambda t: {"TableName": t, "FilterExpression": "attribute_exists(b)"}),
+        ("batch_get_item", lambda t: {"RequestItems": {t: {"Keys": [key("a"), key("b"), key("missing")]}}, **capacity}),
+        ("batch_write_item", lambda t: {"RequestItems": {t: [{"PutRequest": {"Item": item | {"SK": {"S": "d"}}}},
+                                                             {"DeleteRequest": {"Key": key("c")}}]}}),
+        ("transact_get_items", lambda t: {"TransactItems": [{"Get": {"TableName": t, "Key": key("a")}},
+                                                            {"Get": {"TableName": t, "Key": key("missing")}}]}),
+        ("transact_write_items", lambda t: {"TransactItems": [
+            {"Update": {"TableName": t, "Key": key("b"), "UpdateExpression": "SET x = :x",
+                        "ExpressionAttributeValues": {":x": {"BS": [b"\x09"]}}}},
+            {"Put": {"TableName": t, "Item": item | {"SK": {"S": "e"}}}}], **capacity}),
+        ("delete_item", lambda t: {"TableName": t, "Key": key("b"), "ReturnValues": "ALL_OLD", **capacity}),
+    ]  # fmt: skip
+    operations = set()
+    for method, params in calls:
+        answers = []
+        for table, moto_s in zip(tables, (False, True), strict=True):
+            plain_json.off = moto_s
+            try:
+                parsed = getattr(db, method)(**params(table))
+            finally:
+                plain_json.off = False
+            body = json.loads(bodies[-1].decode().replace(table, "TABLE"))
+            parsed.pop("ResponseMetadata")
+            answers.append((body, json.loads(json.dumps(parsed, default=repr).replace(table, "TABLE"))))
+        operations.add(db.meta.method_to_api_mapping[method])
+        assert answers[0] == answers[1], method
+    assert operations == PLAIN_JSON_OPERATIONS  # each operation answered as plain JSON was compared
+
+
 def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtime: LocalRuntime) -> None:
     from nylorun_local.activity import Activity
     from nylorun_local.pollers import StreamPoller
