@@ -280,6 +280,10 @@ def _pushed(results: dict[str, Any]) -> list[str]:
     return [f"   Push deliveries to a local receiver: {pushed['deliveries_per_second']:.0f}/s (one instance, in-process)"]
 
 
+def _quartiles(values: list[float]) -> list[int]:
+    return [round(q) for q in statistics.quantiles(values, n=4)]
+
+
 def _fairness(results: dict[str, Any]) -> list[str]:
     fair = results["push_fairness"]
     return [
@@ -287,12 +291,16 @@ def _fairness(results: dict[str, Any]) -> list[str]:
         (
             f"6. Fair push (local Runtime): another subject's delivery {fair['under_load_median_ms']:.0f} ms while one "
             f"task's {fair['configs']} configs are pushed, against {fair['baseline_median_ms']:.0f} ms alone: "
-            f"{fair['ratio']:.2f}x, the slowest run {fair.get('worst_ratio', fair['ratio']):.2f}x "
-            f"(runs {fair['under_load_ms']} / {fair['baseline_ms']})"
+            f"{fair['ratio']:.2f}x, the slowest run {fair.get('worst_ratio', fair['ratio']):.2f}x"
+        ),
+        (
+            f"   {len(fair['under_load_ms'])} runs under load, quartiles {_quartiles(fair['under_load_ms'])} ms; "
+            f"{len(fair['baseline_ms'])} alone, quartiles {_quartiles(fair['baseline_ms'])} ms"
         ),
         f"   the {fair['configs']} deliveries took {fair['fan_out_delivered_seconds']} s",
         *(
-            [f"   of those, arrived while each loaded run was on its way: {fair['delivered_meanwhile']}"]
+            [(f"   of those, arrived while each loaded run was on its way: median "
+              f"{statistics.median(fair['delivered_meanwhile']):.0f}, most {max(fair['delivered_meanwhile'])}")]
             if "delivered_meanwhile" in fair else []
         ),
         *(
@@ -301,8 +309,8 @@ def _fairness(results: dict[str, Any]) -> list[str]:
             if "busy_thread_ms" in fair else []
         ),
         *(
-            [(f"   of which its turn (send → COMPLETED written): {fair['under_load_turn_ms']} ms loaded, "
-             f"{fair['baseline_turn_ms']} ms alone; the rest is its push path")]
+            [(f"   of which its turn (send → COMPLETED written): median {statistics.median(fair['under_load_turn_ms']):.0f} "
+              f"ms loaded, {statistics.median(fair['baseline_turn_ms']):.0f} ms alone; the rest is its push path")]
             if "baseline_turn_ms" in fair else []
         ),
     ]
