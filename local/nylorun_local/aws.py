@@ -372,8 +372,8 @@ def patch_moto_dynamodb() -> None:
         _dynamodb_patched = True
 
 
-# DynamoDB operations whose answers hold items, keys, counts and capacities only: no timestamp, no member that the
-# operation's shape would leave out. Their JSON is written as it stands (`_answer_items_as_plain_json`).
+# DynamoDB operations whose answers hold items, keys, counts and capacities only: no timestamp, and below the top
+# level no member the operation's shape lacks. Their JSON is written as it stands (`_answer_items_as_plain_json`).
 PLAIN_JSON_OPERATIONS = frozenset(
     {
         "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
@@ -414,7 +414,7 @@ def _answer_items_as_plain_json() -> None:
         ):
             return ActionResult.execute_result(self, context)
         members = context.operation_model.output_shape.members
-        answer = {k: wire(v) for k, v in self.result.items() if k in members and v is not None}
+        answer = {k: v for k, v in wire(self.result).items() if k in members}
         content_type = "application/x-amz-json-" + context.service_model.metadata.get("jsonVersion", "1.0")
         return 200, {"Content-Type": content_type}, json.dumps(answer, separators=(",", ":"))
 
