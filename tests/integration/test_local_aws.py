@@ -438,3 +438,56 @@ def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtim
         position += len(fresh)
     (remove,) = [r for r in records if r["eventName"] == "REMOVE" and r["dynamodb"]["Keys"]["PK"]["S"] == pk]
     assert poller._wanted(remove) and remove["userIdentity"] == TTL_IDENTITY
+
+
+def _dynamodb_call(target: str) -> tuple[str, dict[str, str]]:
+    """A DynamoDB JSON call as botocore sends it (moto checks no signature, only the service in the credential)."""
+    return "{}", {
+        "X-Amz-Target": f"DynamoDB_20120810.{target}",
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=host, Signature=0",
+    }
+
+
+def test_moto_s_server_keeps_a_client_s_connection_for_its_next_call(local_runtime: LocalRuntime) -> None:
+    """Other processes (the push function's environments, the CLI) reach moto over HTTP: one connection serves a
+    client's calls one after another, as AWS's endpoints do, instead of one connection (and one thread of the
+    Runtime's process) per call; a chunked body is read whole and its connection closed."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    endpoint = urlsplit(local_runtime.aws.endpoint)
+    connection = http.client.HTTPConnection(endpoint.hostname or "127.0.0.1", endpoint.port, timeout=10)
+    try:
+        answers, sockets = [], []
+        for _ in range(3):
+            body, headers = _dynamodb_call("ListTables")
+            connection.request("POST", "/", body=body, headers=headers)
+            response = connection.getresponse()
+            answers.append((response.status, json.loads(response.read()), response.getheader("Connection")))
+            sockets.append(connection.sock)
+        assert all(status == 200 and "TableNames" in listed and close is None for status, listed, close in answers)
+        assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)  # not reconnected
+
+        body, headers = _dynamodb_call("ListTables")
+        connection.request("POST", "/", body=iter([body.encode()]), headers=headers, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == 200 and "TableNames" in json.loads(response.read())
+        assert response.getheader("Connection") == "close"
+    finally:
+        connection.close()
+
+
+def test_each_execution_builds_its_own_states_from_a_definition_parsed_once(local_runtime: LocalRuntime) -> None:
+    """moto parsed the state machine for every execution (47 ms of a local turn): the parse is kept per
+    definition, but each execution's states are its own, and a definition that does not parse still fails."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    definition = (REPO_ROOT / "statemachines" / "turn.asl.json").read_text()
+    first, tree = AmazonStateLanguageParser.parse(definition)
+    second, same_tree = AmazonStateLanguageParser.parse(definition)
+    assert same_tree is tree
+    assert second is not first and type(second) is type(first)
+    with pytest.raises(ASLParserException):
+        AmazonStateLanguageParser.parse('{"StartAt": "A", "States": {"A": {"Type": "Nope"}}')
