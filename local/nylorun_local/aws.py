@@ -25,6 +25,7 @@ import boto3
 import requests
 
 from nylorun_local.activity import watch_boto3_writes
+from nylorun_local.moto_server import MotoServer, call_app
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -616,21 +617,11 @@ def _run_in_process(request: Any) -> Any:
             continue
         environ[key] = value
     environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = names
-    status: list[Any] = []
-
-    def start_response(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        status[:] = [int(line.split(" ", 1)[0]), headers]
-        return lambda data: None
-
-    result = _direct_app(environ, start_response)
-    try:
-        content = b"".join(result)
-    finally:
-        getattr(result, "close", lambda: None)()
+    line, answered, content = call_app(_direct_app, environ)
     headers: dict[str, str] = {}
-    for name, value in status[1]:
+    for name, value in answered:
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return AWSResponse(request.url, status[0], headers, MockRawResponse(content))
+    return AWSResponse(request.url, int(line.split(" ", 1)[0]), headers, MockRawResponse(content))
 
 
 class LocalAws:
@@ -643,8 +634,6 @@ class LocalAws:
         self._server: Any = None
 
     def start(self) -> LocalAws:
-        from nylorun_local.moto_server import MotoServer
-
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint,

@@ -26,6 +26,22 @@ from werkzeug.serving import BaseWSGIServer, make_server
 _NO_BODY = {204, 304}
 
 
+def call_app(app: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    """One request through a WSGI application (moto's): its status line, headers and whole body."""
+    answer: list[Any] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        answer[:] = [status, headers]
+        return lambda data: None  # moto returns its body; nothing writes through this
+
+    chunks = app(environ, start_response)
+    try:
+        content = b"".join(chunks)
+    finally:
+        getattr(chunks, "close", lambda: None)()
+    return answer[0], answer[1], content
+
+
 class KeepAliveHandler(MotoRequestHandler):
     """moto's request handler (its environ, the headers it keeps), answering over a connection that stays open."""
 
@@ -39,30 +55,27 @@ class KeepAliveHandler(MotoRequestHandler):
         else:
             if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length") or "0"
+            # Not a number: no body, as werkzeug reads it; what follows on the connection cannot be trusted, so close.
+            if not (declared.isascii() and declared.isdigit()):
+                declared, self.close_connection = "0", True
+            length = int(declared)
             body = self.rfile.read(length) if length > 0 else b""
             if len(body) < length:  # the client went away mid-body
                 self.close_connection = True
                 return
         environ["wsgi.input"] = io.BytesIO(body)
-        answer: list[Any] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            answer[:] = [status, headers]
-            return lambda data: None  # moto returns its body; nothing writes through this
-
         try:
-            chunks = self.server.app(environ, start_response)
-            try:
-                content = b"".join(chunks)
-            finally:
-                getattr(chunks, "close", lambda: None)()
+            status, headers, content = call_app(self.server.app, environ)
         except Exception as exc:  # noqa: BLE001 - as werkzeug's server: a 500, never the traceback, to the client
             self.log_error("moto failed on %s %s: %s", self.command, self.path, type(exc).__name__)
-            answer[:] = ["500 Internal Server Error", [("Content-Type", "text/plain")]]
-            content = b"Internal Server Error"
+            status, headers, content = (
+                "500 Internal Server Error",
+                [("Content-Type", "text/plain")],
+                b"Internal Server Error",
+            )
             self.close_connection = True
-        self._answer(answer[0], answer[1], content)
+        self._answer(status, headers, content)
 
     def _answer(self, status: str, headers: list[tuple[str, str]], content: bytes) -> None:
         code = int(status.split(" ", 1)[0])
