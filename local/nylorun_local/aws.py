@@ -25,7 +25,6 @@ import boto3
 import requests
 
 from nylorun_local.activity import watch_boto3_writes
-from nylorun_local.moto_server import MotoServer, call_app
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -572,6 +571,8 @@ def _run_in_process(request: Any) -> Any:
         should_preserve_original_header_name,
     )
 
+    from nylorun_local.moto_server import call_app  # imports moto: not before the local stack needs it
+
     url = urlsplit(request.url)
     body = request.body
     if hasattr(body, "read"):
@@ -634,6 +635,8 @@ class LocalAws:
         self._server: Any = None
 
     def start(self) -> LocalAws:
+        from nylorun_local.moto_server import MotoServer  # imports moto: not before the local stack needs it
+
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint,

@@ -99,6 +99,21 @@ def test_no_metric_is_printed_while_metrics_are_disabled(
     assert emf_lines(capsys.readouterr().out) == []
 
 
+def test_a_metric_added_a_hundred_times_while_disabled_prints_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given metrics disabled, as the local Runtime runs, in a process that serves many invocations
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    capsys.readouterr()
+    # When one metric is added 150 times (Powertools prints a metric's values at its 100th)
+    for _ in range(150):
+        metrics.add_metric(name="PushDelivered", unit="Count", value=1)
+    # Then nothing is printed, and nothing is kept for later
+    assert emf_lines(capsys.readouterr().out) == []
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    assert flushed(capsys)["PushDelivered"] == 0
+
+
 def flushed(capsys: pytest.CaptureFixture[str]) -> Counter[str]:
     capsys.readouterr()
     metrics.flush_metrics()

@@ -49,6 +49,11 @@ class _Metrics(Metrics):
     def add_metric(
         self, name: str, unit: MetricUnit | str, value: float, resolution: MetricResolution | int = 60
     ) -> None:
+        # Disabled (the local Runtime), nothing is kept: Powertools would keep every value (its flush clears only what
+        # it prints) and print the whole set on stdout at the 100th value of a metric, disabled or not, into
+        # whatever else the process is printing (a CLI command's answer, say).
+        if is_metrics_disabled():
+            return
         with self._adding:
             super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
 
