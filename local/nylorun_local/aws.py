@@ -25,6 +25,7 @@ import boto3
 import requests
 
 from nylorun_local.activity import watch_boto3_writes
+from nylorun_local.turns import TURNS
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -340,7 +341,7 @@ def patch_moto_dynamodb() -> None:
                         turns[message.group_id or ""] = next(turn_counter)
                 if received or time.monotonic() >= deadline:
                     return received
-                time.sleep(0.05)
+                TURNS.sleep(0.05)  # asked over HTTP, the request lets the next one in meanwhile
 
         SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
         # moto's SQS asks its clock for every message each time it walks a queue (is it visible? delayed?), and its

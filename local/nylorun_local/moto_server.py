@@ -9,6 +9,9 @@ one of those steps waits again for the interpreter lock that moto, the api and t
 stays open for the client's next call: each call is one read of the request, moto's WSGI application (the same
 one, the same backends), one write of the answer.
 
+Requests are answered one at a time, their callers in turns (turns.py): one task's deliveries, from every push
+environment at once, do not make another subject's calls wait behind all of them.
+
 A connection is kept only when its request body was read to its end: bodies come with a Content-Length (botocore
 always sends one) and are read whole before moto sees them; a chunked body, or a client asking for it, closes.
 """
@@ -21,6 +24,8 @@ from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
+
+from nylorun_local.turns import FLOW_HEADER, TURNS
 
 # Answers with no body and no Content-Length of their own (RFC 9110 §8.6).
 _NO_BODY = {204, 304}
@@ -65,8 +70,10 @@ class KeepAliveHandler(MotoRequestHandler):
                 self.close_connection = True
                 return
         environ["wsgi.input"] = io.BytesIO(body)
+        flow = self.headers.get(FLOW_HEADER) or "{}:{}".format(*self.client_address[:2])
         try:
-            status, headers, content = call_app(self.server.app, environ)
+            with TURNS.serving(flow):
+                status, headers, content = call_app(self.server.app, environ)
         except Exception as exc:  # noqa: BLE001 - as werkzeug's server: a 500, never the traceback, to the client
             self.log_error("moto failed on %s %s: %s", self.command, self.path, type(exc).__name__)
             status, headers, content = (

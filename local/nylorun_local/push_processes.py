@@ -13,9 +13,14 @@ Run as `python -m nylorun_local.push_processes` by `PushProcesses`; it ends when
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from typing import Any
+
+from nylorun_local.turns import FLOW_HEADER
 
 FUNCTION = "NYLORUN_LOCAL_PUSH_FUNCTION"  # the push function's name: the child's Lambda context
 TIMEOUT_MS = "NYLORUN_LOCAL_PUSH_TIMEOUT_MS"  # the function's Timeout, for the batch's time check
@@ -51,6 +56,42 @@ class PushProcesses:
         self._children = []
 
 
+def task_of(body: str) -> str:
+    """The task a push queue message is for (a fan-out step's or a delivery's), or "" (an older version's event)."""
+    message = json.loads(body)
+    task = message.get("fanOut", {}).get("detail", {}).get("taskId") or message.get("delivery", {}).get("task_id")
+    return str(task or "")
+
+
+def calls_by_task(module: Any) -> None:
+    """Each AWS call the push function makes while it handles a message names that message's task as its flow
+    (turns.py): moto, shared by every environment, then serves one task's calls in turn with another's. A batch's
+    groups run in threads of their own (functions/push/app.py), so the task is kept per thread; the record handler
+    is looked up in the module's globals on each call (Powertools' processor is handed it by name)."""
+    import boto3
+
+    current = threading.local()
+    handle = module.record_handler
+
+    def record_handler(record: Any) -> None:
+        current.task = task_of(record.body)
+        try:
+            handle(record)
+        finally:
+            current.task = ""
+
+    def name_the_flow(request: Any, **_: Any) -> None:
+        if getattr(current, "task", ""):
+            request.headers[FLOW_HEADER] = current.task
+
+    module.record_handler = record_handler
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    assert boto3.DEFAULT_SESSION is not None
+    # The Runtime's clients are made on first use from boto3's default session, which hands them its handlers.
+    boto3.DEFAULT_SESSION.events.register("before-send", name_the_flow)
+
+
 def main() -> None:
     import boto3
     from nylorun.observability import logger
@@ -61,7 +102,9 @@ def main() -> None:
 
     parent = os.getppid()
     name, timeout_ms = os.environ[FUNCTION], int(os.environ[TIMEOUT_MS])
-    handler = load_handler("PushFunction").handler
+    module = load_handler("PushFunction")
+    calls_by_task(module)
+    handler = module.handler
     sqs = boto3.client("sqs")
     url = os.environ["NYLORUN_PUSH_QUEUE_URL"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

@@ -440,6 +440,16 @@ def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtim
     assert poller._wanted(remove) and remove["userIdentity"] == TTL_IDENTITY
 
 
+def _sqs_call(target: str) -> dict[str, str]:
+    """The headers of an SQS JSON call as botocore sends it."""
+    return {
+        "X-Amz-Target": f"AmazonSQS.{target}",
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/sqs/aws4_request, "
+        "SignedHeaders=host, Signature=0",
+    }
+
+
 def _dynamodb_call(target: str) -> tuple[str, dict[str, str]]:
     """A DynamoDB JSON call as botocore sends it (moto checks no signature, only the service in the credential)."""
     return "{}", {
@@ -477,6 +487,36 @@ def test_moto_s_server_keeps_a_client_s_connection_for_its_next_call(local_runti
         assert response.getheader("Connection") == "close"
     finally:
         connection.close()
+
+
+def test_a_long_poll_over_http_lets_other_callers_in_while_it_waits(local_runtime: LocalRuntime) -> None:
+    """moto's server answers one request at a time, callers in turns (local/nylorun_local/turns.py); a long poll
+    over HTTP (each push environment's, the CLI's) gives up its turn between its looks at the queue, or every other
+    caller would wait for it to end."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    endpoint = urlsplit(local_runtime.aws.endpoint)
+    url = local_runtime.aws.client("sqs").create_queue(QueueName=f"poll-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+
+    def call(target: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        connection = http.client.HTTPConnection(endpoint.hostname or "127.0.0.1", endpoint.port, timeout=10)
+        try:
+            connection.request("POST", "/", body=json.dumps(body), headers=_sqs_call(target))
+            response = connection.getresponse()
+            return response.status, json.loads(response.read() or b"{}")
+        finally:
+            connection.close()
+
+    polling = threading.Thread(target=call, args=("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 3}))
+    polling.start()
+    time.sleep(0.3)  # the poll is waiting on its empty queue
+    try:
+        status, listed = call("ListQueues", {})
+        assert status == 200 and url in listed["QueueUrls"]
+        assert polling.is_alive()  # answered while the poll still waits
+    finally:
+        polling.join(10)
 
 
 def test_each_execution_builds_its_own_states_from_a_definition_parsed_once(local_runtime: LocalRuntime) -> None:
