@@ -440,22 +440,15 @@ def test_the_local_ttl_deletes_expired_items_as_dynamodb_s_ttl_does(local_runtim
     assert poller._wanted(remove) and remove["userIdentity"] == TTL_IDENTITY
 
 
-def _sqs_call(target: str) -> dict[str, str]:
-    """The headers of an SQS JSON call as botocore sends it."""
+_JSON_TARGETS = {"dynamodb": "DynamoDB_20120810", "sqs": "AmazonSQS"}
+
+
+def _json_call(service: str, target: str) -> dict[str, str]:
+    """The headers of a JSON call as botocore sends it (moto checks no signature, only the service in the credential)."""
     return {
-        "X-Amz-Target": f"AmazonSQS.{target}",
+        "X-Amz-Target": f"{_JSON_TARGETS[service]}.{target}",
         "Content-Type": "application/x-amz-json-1.0",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/sqs/aws4_request, "
-        "SignedHeaders=host, Signature=0",
-    }
-
-
-def _dynamodb_call(target: str) -> tuple[str, dict[str, str]]:
-    """A DynamoDB JSON call as botocore sends it (moto checks no signature, only the service in the credential)."""
-    return "{}", {
-        "X-Amz-Target": f"DynamoDB_20120810.{target}",
-        "Content-Type": "application/x-amz-json-1.0",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, "
         "SignedHeaders=host, Signature=0",
     }
 
@@ -472,16 +465,15 @@ def test_moto_s_server_keeps_a_client_s_connection_for_its_next_call(local_runti
     try:
         answers, sockets = [], []
         for _ in range(3):
-            body, headers = _dynamodb_call("ListTables")
-            connection.request("POST", "/", body=body, headers=headers)
+            connection.request("POST", "/", body="{}", headers=_json_call("dynamodb", "ListTables"))
             response = connection.getresponse()
             answers.append((response.status, json.loads(response.read()), response.getheader("Connection")))
             sockets.append(connection.sock)
         assert all(status == 200 and "TableNames" in listed and close is None for status, listed, close in answers)
         assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)  # not reconnected
 
-        body, headers = _dynamodb_call("ListTables")
-        connection.request("POST", "/", body=iter([body.encode()]), headers=headers, encode_chunked=True)
+        listing = _json_call("dynamodb", "ListTables")
+        connection.request("POST", "/", body=iter([b"{}"]), headers=listing, encode_chunked=True)
         response = connection.getresponse()
         assert response.status == 200 and "TableNames" in json.loads(response.read())
         assert response.getheader("Connection") == "close"
@@ -502,7 +494,7 @@ def test_a_long_poll_over_http_lets_other_callers_in_while_it_waits(local_runtim
     def call(target: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         connection = http.client.HTTPConnection(endpoint.hostname or "127.0.0.1", endpoint.port, timeout=10)
         try:
-            connection.request("POST", "/", body=json.dumps(body), headers=_sqs_call(target))
+            connection.request("POST", "/", body=json.dumps(body), headers=_json_call("sqs", target))
             response = connection.getresponse()
             return response.status, json.loads(response.read() or b"{}")
         finally:

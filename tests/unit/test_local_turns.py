@@ -70,9 +70,28 @@ def test_a_holder_that_sleeps_lets_the_next_request_in() -> None:
 
 def test_sleep_outside_a_turn_only_sleeps() -> None:
     turns = Turns()
-    turns.sleep(0)
-    with turns.serving("x"):  # not held by the sleep above
-        assert turns.waiting == 0
+    holding, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with turns.serving("holder"):
+            holding.set()
+            done.wait(5)
+
+    def late_request() -> None:
+        with turns.serving("late"):
+            pass
+
+    first, late = threading.Thread(target=holder), threading.Thread(target=late_request)
+    first.start()
+    holding.wait(5)
+    late.start()
+    _wait_until(lambda: turns.waiting == 1)
+    turns.sleep(0)  # this thread holds no turn: it must not hand the holder's on to the late request
+    assert turns.waiting == 1 and late.is_alive()
+    done.set()
+    first.join(5)
+    late.join(5)
+    assert not late.is_alive() and turns.waiting == 0
 
 
 def test_the_task_of_a_push_message() -> None:
