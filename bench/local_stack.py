@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import nylorun_local.aws as local_aws
 import nylorun_local.pollers as local_pollers
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.profile.extensions import INTERACTIONS
 from nylorun.wiring import Runtime
+from nylorun_local import lambda_shim
 from nylorun_local.runtime import LocalOptions, LocalRuntime
 
 TOKEN = "bench-token"
@@ -79,7 +79,7 @@ class CallCounter:
 @contextmanager
 def counting(counter: CallCounter, function_names: Callable[[], dict[str, str]]) -> Iterator[None]:
     """Hook every client the Runtime makes, and count our functions' in-process Lambda invocations."""
-    make_client, invoke = Runtime.client, local_aws.invoke_registered
+    make_client, invoke = Runtime.client, lambda_shim.invoke_registered
 
     def client(runtime: Runtime, name: str) -> Any:
         made = make_client(runtime, name)
@@ -91,13 +91,13 @@ def counting(counter: CallCounter, function_names: Callable[[], dict[str, str]])
         return invoke(function_name, event, environment)
 
     Runtime.client = client  # type: ignore[method-assign, assignment]
-    local_aws.invoke_registered = invoke_counted
+    lambda_shim.invoke_registered = invoke_counted
     local_pollers.invoke_registered = invoke_counted  # type: ignore[attr-defined]
     try:
         yield
     finally:
         Runtime.client = make_client  # type: ignore[method-assign]
-        local_aws.invoke_registered = invoke
+        lambda_shim.invoke_registered = invoke
         local_pollers.invoke_registered = invoke  # type: ignore[attr-defined]
 
 

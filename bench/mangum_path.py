@@ -17,7 +17,7 @@ from unittest import mock
 
 from mangum import Mangum
 from nylorun.settings import Settings
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 
 from bench.stack import memory_stack
 

@@ -24,7 +24,8 @@ from nylorun_local.activity import (
     Backoff,
     watch_boto3_writes,
 )
-from nylorun_local.aws import LocalAws, invoke_registered
+from nylorun_local.aws import LocalAws
+from nylorun_local.lambda_shim import invoke_registered
 from nylorun_local.ttl import TTL_IDENTITY, TTL_REMOVED
 
 # Stream records only follow table writes, and every table write wakes the poller: it can sleep long.

@@ -96,7 +96,7 @@ def main() -> None:
     import boto3
     from nylorun.observability import logger
 
-    from nylorun_local.aws import LambdaContext
+    from nylorun_local.lambda_shim import LambdaContext
     from nylorun_local.pollers import sqs_records
     from nylorun_local.stack import load_handler
 

@@ -16,7 +16,9 @@ from types import ModuleType
 from typing import Any
 
 from nylorun_local import template
-from nylorun_local.aws import ACCOUNT, REGION, LocalAws, add_environment, register_handler
+from nylorun_local.account import ACCOUNT, REGION
+from nylorun_local.aws import LocalAws
+from nylorun_local.lambda_shim import add_environment, register_handler
 
 # Template resources the local Runtime creates, and the Lambda functions it runs in-process.
 FUNCTIONS = ("TurnFunction", "PublishFunction", "DispatchFunction", "PushFunction", "SweepFunction")

@@ -28,7 +28,7 @@ from conftest import A2A, ALICE, auth, nylorun_serve, poll, rpc, user_message
 from nylorun.observability import logger
 from nylorun.profile.status import UNKNOWN_OUTCOME_TEXT
 from nylorun_client.command import main
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,7 @@ import httpx
 import pytest
 from botocore.client import BaseClient
 from conftest import auth, user_message, watch_clients
-from nylorun_local import aws as local_aws
+from nylorun_local import lambda_shim
 from nylorun_local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.e2e
@@ -186,7 +186,7 @@ def meter(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     invocations: Counter[str] = Counter()
     durations: dict[str, list[float]] = defaultdict(list)
-    for name, environments in list(local_aws._handlers.items()):
+    for name, environments in list(lambda_shim._handlers.items()):
         component = name.rsplit("-", 1)[-1].removesuffix("Function").lower()
 
         def counted(event: Any, context: Any, handler: Any, component: str = component) -> Any:
@@ -200,7 +200,7 @@ def meter(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Itera
 
         # One counted handler per execution environment (the push function has several).
         monkeypatch.setitem(
-            local_aws._handlers, name, [functools.partial(counted, handler=handler) for handler in environments]
+            lambda_shim._handlers, name, [functools.partial(counted, handler=handler) for handler in environments]
         )
     yield meter, invocations, durations
 

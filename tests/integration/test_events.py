@@ -27,7 +27,7 @@ from nylorun.events import published_status
 from nylorun.ports import Owner, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
 from nylorun.service.scheduler import queue_group
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 from nylorun_local.runtime import LocalRuntime
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 from nylorun_local.runtime import LocalRuntime
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

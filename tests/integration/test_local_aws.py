@@ -276,7 +276,7 @@ def test_the_local_pollers_peek_at_a_fifo_queue_agrees_with_what_a_receive_hands
 
 @pytest.mark.parametrize("kind", ["S", "N"])
 def test_a_query_of_one_partition_pages_as_dynamodb_does(local_runtime: LocalRuntime, kind: str) -> None:
-    # The local stack reads a Query's first page from the partition alone (aws.py _first_of_page); paged to the
+    # The local stack reads a Query's first page from the partition alone (moto/dynamodb_query_partition.py); paged to the
     # end, every condition, order, limit and filter gives the partition's items in key order, each once
     db = local_runtime.aws.client("dynamodb")
     table = f"pages-{uuid.uuid4().hex[:8]}"
@@ -334,7 +334,7 @@ def test_item_answers_written_as_plain_json_are_what_moto_s_serializer_writes(lo
     # The local stack writes the answers of DynamoDB's item operations as plain JSON (aws.py
     # PLAIN_JSON_OPERATIONS) instead of walking their output shape. Each operation, on two tables holding the same
     # items (one answered each way), gives the same JSON, every kind of attribute value included (binary ones too)
-    from nylorun_local.aws import PLAIN_JSON_OPERATIONS, plain_json
+    from nylorun_local.moto.plain_json import PLAIN_JSON_OPERATIONS, plain_json
 
     db = local_runtime.aws.client("dynamodb")
     bodies: list[bytes] = []

@@ -21,7 +21,7 @@ import pytest
 from nylorun.engine import Turn
 from nylorun.ports import StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
-from nylorun_local import aws as local_aws
+from nylorun_local import lambda_shim
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import (
     ALICE,
@@ -76,7 +76,7 @@ def invoke(local_runtime: LocalRuntime, delivered: Callable[[str], list[dict[str
     names = local_runtime.stack.function_names
 
     def call(function: str, event: dict[str, Any]) -> Any:
-        result, error = local_aws.invoke_registered(names[function], copy.deepcopy(event))
+        result, error = lambda_shim.invoke_registered(names[function], copy.deepcopy(event))
         assert error is None, result
         return result
 
@@ -100,9 +100,9 @@ def delivered(local_runtime: LocalRuntime) -> Iterator[Callable[[str], list[dict
         for function in functions:
             # One spy per execution environment (the push function has several), all under the function's lock.
             spies = [
-                _spy(handler, function, sandboxes[function], seen) for handler in local_aws._handlers[names[function]]
+                _spy(handler, function, sandboxes[function], seen) for handler in lambda_shim._handlers[names[function]]
             ]
-            patch.setitem(local_aws._handlers, names[function], spies)
+            patch.setitem(lambda_shim._handlers, names[function], spies)
         yield lambda function: list(seen.get(function, []))
 
 

@@ -34,7 +34,7 @@ from nylorun.ports import StoredObject, StoredPushConfig
 from nylorun.protocol.models import Message, Part, TaskPushNotificationConfig, now_timestamp
 from nylorun.service.push import Delivery
 from nylorun.settings import Settings
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 from nylorun_local.pollers import sqs_records
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import ALICE, BOB, Receiver, poll, rpc, user_message

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from nylorun.observability import tracer
-from nylorun_local.aws import LambdaContext
+from nylorun_local.lambda_shim import LambdaContext
 
 API_APP = Path(__file__).resolve().parents[2] / "functions" / "api" / "app.py"
 MARKER = "caller-secret-text https://bucket.s3.amazonaws.com/file?X-Amz-Signature=abc"
