@@ -5,8 +5,8 @@ group to one receiver at a time): a delete rebuilds the queue's list, so a messa
 old list) is lost; and a FIFO group is marked in flight only as a receive hands out its messages, so two receives at
 once could both take one group. One queue operation runs at a time; a long poll waits between its tries outside the
 lock (held through the wait, it would stop every other queue operation, the pollers', for that long).
-tests/integration/test_moto_patches.py shows the lost message on moto without this patch, and says "moto fixed
-this: remove the patch" when moto no longer loses it; tests/integration/test_local_aws.py covers the long poll.
+No minimal reproduction of the lost message yet (a race); tests/integration/test_local_aws.py covers the long poll
+and the pollers' peek, and tests/e2e/test_push.py the concurrent sends and deletes.
 """
 
 from __future__ import annotations
