@@ -10,9 +10,19 @@ from typing import Any
 import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.engine.turn import Turn
-from nylorun.protocol.errors import A2AError
 from nylorun.protocol.models import ListTasksRequest, TaskState
-from unit_support import TYPED, Runtime, agent_of, answer, open_interaction, runtime, state, status_text
+from unit_support import (
+    TYPED,
+    AnotherAnswerFirst,
+    Runtime,
+    agent_of,
+    answer,
+    open_interaction,
+    refused,
+    runtime,
+    state,
+    status_text,
+)
 
 
 def asker(store: InMemoryTaskStore | None = None) -> Runtime:
@@ -24,12 +34,6 @@ def asker(store: InMemoryTaskStore | None = None) -> Runtime:
         turn.reply(f"{size} {colour}")
 
     return runtime(agent_of(turn_fn), store=store)
-
-
-def refused(rt: Runtime, **message: Any) -> A2AError:
-    with pytest.raises(A2AError) as caught:
-        rt.send(**message)
-    return caught.value
 
 
 def tasks_in(rt: Runtime, context_id: str) -> list[str]:
@@ -124,26 +128,13 @@ def test_an_answer_naming_an_unknown_interaction_is_refused_naming_it(monkeypatc
     assert rt.queue.queued == [] and rt.record(waiting["id"]).state == TaskState.INPUT_REQUIRED
 
 
-class SameAnswerFirst(InMemoryTaskStore):
-    """A store where, between the service reading the task and writing the answer, the same answer's first
-    send (`first`) is written: a caller's retry racing the send it retries."""
-
-    first: Any = None
-
-    def answer_interaction(self, *args: Any, **kwargs: Any) -> None:
-        first, self.first = self.first, None
-        if first is not None:
-            first()
-        super().answer_interaction(*args, **kwargs)
-
-
 def test_a_retry_of_the_honoured_answer_gets_the_task_even_when_it_races_the_first_send() -> None:
     # Given a task asking a question, and an answer whose first send lands while its retry is on its way
-    store = SameAnswerFirst()
+    store = AnotherAnswerFirst()
     rt = asker(store)
     task = rt.send("order a shirt")
     reply = answer(task, value="M")
-    store.first = lambda: rt.send(messageId="m-answer", **reply)
+    store.racer = lambda: rt.send(messageId="m-answer", **reply)
     # When the retry (same messageId, same content) is written after the first send
     retried = rt.send(messageId="m-answer", **reply)
     # Then the retry gets the task, which took the answer once and asks its next question
