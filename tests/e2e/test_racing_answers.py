@@ -50,8 +50,9 @@ def test_thirty_racing_answers_to_one_question_one_is_taken_the_rest_refused(loc
     assert len(errors) == RACERS - 1
     assert {e["code"] for e in errors} == {-32602}, errors
     assert all(f"interactionId {interaction_id}" in e["message"] for e in errors), errors
-    # And no new turn was made: the context holds the one task, and nothing waits in its queue
+    # And no new turn was made: the context holds the one task, and nothing waits in its queue (the one turn
+    # it ever had holds it, or has ended since: the answered turn goes on while this reads)
     listed = rpc(url, "ListTasks", {"contextId": context}, headers=headers)["result"]["tasks"]
     assert [t["id"] for t in listed] == [task["id"]]
     context_state = local_runtime.runtime.store.context_state(Owner("alice", "support"), context)
-    assert context_state["turns"] == 1 and context_state["activeTask"] == task["id"]
+    assert context_state["turns"] == 1 and context_state["activeTask"] in (task["id"], None), context_state
