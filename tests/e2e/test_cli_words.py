@@ -14,8 +14,8 @@ import hostile_agent
 import pytest
 from conftest import ALICE, rpc, user_message
 from nylorun_local.runtime import LocalRuntime, state_file
-from test_cli import nylorun
 from terminal import run_in_pty
+from test_cli import nylorun
 from webhook_receiver import Receiver, own_secrets
 
 pytestmark = pytest.mark.e2e
