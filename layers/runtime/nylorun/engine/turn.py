@@ -44,7 +44,7 @@ from nylorun.profile.extensions import (
     StepState,
     with_extension,
 )
-from nylorun.profile.status import agent_message, progress_message
+from nylorun.profile.status import ANSWERED_TEXT, agent_message, progress_message
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
 from nylorun.protocol.text import repaired
 
@@ -245,7 +245,11 @@ class Turn:
     def _ask(self, kind: InteractionKind, prompt: str, detail: dict[str, Any] | None) -> dict[str, Any]:
         method = f"turn.{kind}"
         prompt, detail = handover.text(method, "prompt", prompt), handover.detail(method, detail)
-        return self._replay.ask(kind, repaired(prompt), repaired(detail))
+        answer = self._replay.ask(kind, repaired(prompt), repaired(detail))
+        # progress/v1: since the question, the person has read it and the service's ANSWERED_TEXT; a `say()` from
+        # before it (replayed on every rerun) is not shown again. Set on every run, so a rerun shows the same.
+        self._output.note = ANSWERED_TEXT
+        return answer
 
     # ------------------------------------------------------------------ delegation (issue 19)
     def delegate(

@@ -41,7 +41,7 @@ from nylorun.ports import (
 )
 from nylorun.profile.components import view_parts
 from nylorun.profile.extensions import INTERACTIONS, visible, with_extension
-from nylorun.profile.status import text_does_not_approve, with_plan
+from nylorun.profile.status import ANSWERED_TEXT, text_does_not_approve, with_plan
 from nylorun.protocol.errors import (
     A2AError,
     InvalidParamsError,
@@ -281,7 +281,7 @@ class A2AService:
         return self._store.get(record.task_id) or record
 
     @staticmethod
-    def _resuming(record: TaskRecord, text: str = "Answer received; continuing.") -> Message:
+    def _resuming(record: TaskRecord, text: str = ANSWERED_TEXT) -> Message:
         """A status message the service writes on a task (by default: right after an answer, the turn
         resumes), with the plan still in view (progress/v1)."""
         return with_plan(agent_text(record, text), record.plan)
