@@ -28,7 +28,8 @@ REPEATS = 7
 def _stack(without: str) -> Any:
     """moto's server on loopback with every patch but `without`, and the environment boto3 reads: a boto3 session."""
     import boto3
-    from nylorun_local.aws import REGION, free_port
+    from nylorun_local.account import REGION
+    from nylorun_local.aws import free_port
     from nylorun_local.moto import PATCHES
     from nylorun_local.moto.direct_transport import install_direct_transport
     from nylorun_local.moto_server import MotoServer

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from nylorun.ports import OperatorAction
 from nylorun.settings import Settings
 from nylorun.wiring import Runtime
 
-from nylorun_client import admin_queues, admin_tasks
+from nylorun_client import admin_queues, admin_tasks, safe
 
 DEFAULT_LOCAL_PORT = 8080
 # The stack's resources the admin commands use: setting → the template's logical id (its physical id is the
@@ -81,8 +81,9 @@ class Target:
         print(json.dumps(line), file=sys.stderr)
 
     def out(self, value: Any, text: Callable[[], str]) -> None:
-        """One result: JSON on stdout with --json, else the text `text()` makes."""
-        print(json.dumps(value, default=str) if self.json else text())
+        """One result: JSON on stdout with --json, else the text `text()` makes; either terminal-safe, since a
+        task's fields (a contextId, a dead letter's reason) are what its caller chose."""
+        print(safe.dumps(value, default=str) if self.json else safe.clean(text()))
 
 
 def add_admin_command(commands: Any) -> None:
@@ -108,8 +109,19 @@ def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Names
         target = connect(args)
         return action(target, args)
     except AdminError as error:
-        print(f"nylorun admin: {error}", file=sys.stderr)
+        print(safe.clean(f"nylorun admin: {error}"), file=sys.stderr)
         return EXIT_ERROR
+
+
+def with_local_port(argv: Sequence[str]) -> list[str]:
+    """`admin --local COMMAND …` read as `admin --local 8080 COMMAND …`: argparse takes the word after `--local`
+    for its optional PORT, and `--local dlq` failed with "invalid int value: 'dlq'"."""
+    argv = list(argv)
+    if argv[:1] == ["admin"] and "--local" in argv:
+        at = argv.index("--local") + 1
+        if at == len(argv) or not argv[at].isdigit():
+            argv.insert(at, str(DEFAULT_LOCAL_PORT))
+    return argv
 
 
 class _Stderr:

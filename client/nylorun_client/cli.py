@@ -16,12 +16,9 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-import httpx
-from a2a.client import A2AClientError, AgentCardResolutionError
 from a2a.types import TaskState
-from a2a.utils.errors import A2AError
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.progress_bar import ProgressBar
@@ -30,8 +27,11 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from nylorun_client import safe
 from nylorun_client.client import PROFILE_V2, ClientError, NylorunClient
 from nylorun_client.draw import render_components
+from nylorun_client.errors import error_line
+from nylorun_client.prompts import PromptCancelled, cancellable, cancelled_message
 from nylorun_client.views import MessageView, TaskView
 
 # Exit codes: 0 done (a task that ended COMPLETED), 1 an error or a task that ended otherwise,
@@ -77,6 +77,9 @@ def add_commands(commands: Any) -> None:
     send.add_argument("--context", help="continue this context (contextId)")
     send.add_argument("--task", help="send into this task (a follow-up or a text reply)")
     send.add_argument("--no-wait", action="store_true", help="print the task as created and return")
+    send.add_argument(
+        "--push", metavar="URL", help="register this webhook for the task's push deliveries (see `nylorun webhooks`)"
+    )
     send.set_defaults(run=_send)
 
     tasks = commands.add_parser("tasks", parents=[common], help="list your tasks, latest status change first")
@@ -146,7 +149,11 @@ def _state_name(value: str) -> str:
 # ---------------------------------------------------------------------------------------------- commands
 def _send(args: argparse.Namespace) -> int:
     async def body(client: NylorunClient, out: Output) -> int:
-        first = await client.send(args.text, context_id=args.context, task_id=args.task, wait=False)
+        first = await client.send(
+            args.text, context_id=args.context, task_id=args.task, wait=False, push_url=args.push
+        )
+        if args.push and isinstance(first, TaskView):
+            print(safe.clean(push_note(first, args.push, client.url)), file=sys.stderr)
         if isinstance(first, MessageView):
             out.message(first)
             return EXIT_OK
@@ -294,6 +301,13 @@ def waiting_message(task: TaskView) -> str:
     )
 
 
+def push_note(task: TaskView, push_url: str, agent_url: str) -> str:
+    return (
+        f"Push: task {task.id}'s updates are POSTed to {push_url}; receive and verify them there with "
+        f"`nylorun webhooks --from {agent_url}`."
+    )
+
+
 class InvalidAnswer(ClientError):
     """A --json answer line that does not fit what the task asks."""
 
@@ -319,51 +333,33 @@ async def _reply(client: NylorunClient, task: TaskView, reply: Reply) -> TaskVie
 
 # ---------------------------------------------------------------------------------------------- running
 def _with_client(args: argparse.Namespace, body: Callable[[NylorunClient, Output], Awaitable[int]]) -> int:
-    out: Output = JsonOutput() if args.json else HumanOutput()
+    # What a person reads passes safe.scrub (no Agent's or caller's control sequence reaches the terminal);
+    # --json keeps the data exact and escapes the controls (safe.dumps).
+    out: Output = JsonOutput() if args.json else cast(Output, safe.Scrubbing(HumanOutput()))
+    extensions = () if args.core else PROFILE_V2
+    client = NylorunClient(args.url, token=args.token, extensions=extensions)
 
     async def main() -> int:
-        extensions = () if args.core else PROFILE_V2
-        async with NylorunClient(args.url, token=args.token, extensions=extensions) as client:
+        async with client:
             return await body(client, out)
 
     try:
         return asyncio.run(main())
+    except PromptCancelled as cancelled:
+        out.close()
+        print(safe.clean(cancelled_message(cancelled.task, client.url)), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         out.close()
         print("Stopped. The task goes on; see it with `nylorun get`.", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        line = error_line(exc, args.url)
+        line = error_line(exc, client.url, server_error=client.last_error, token_given=bool(args.token))
         if line is None:
             raise  # a bug, not an expected error: the traceback helps
         out.close()
-        print(line, file=sys.stderr)
+        print(safe.clean(line), file=sys.stderr)
         return EXIT_ERROR
-
-
-def error_line(exc: BaseException, url: str) -> str | None:
-    """One line for an expected error: the A2A error name and message, or what went wrong on the way."""
-    if isinstance(exc, AgentCardResolutionError):
-        return f"AgentCardResolutionError: {_first_line(exc.message)}"
-    if isinstance(exc, A2AClientError):
-        cause = exc.__cause__
-        if isinstance(cause, httpx.HTTPStatusError):
-            status = cause.response.status_code
-            hint = " (give a bearer token with --token or NYLORUN_TOKEN)" if status == 401 else ""
-            return f"HTTPError: {status} {cause.response.reason_phrase} from {url}{hint}"
-        return f"{type(exc).__name__}: {_first_line(exc.message)}"
-    if isinstance(exc, A2AError):
-        reason = (exc.data or {}).get("reason")
-        return f"{type(exc).__name__}: {exc.message}" + (f" ({reason})" if reason else "")
-    if isinstance(exc, ClientError):
-        return f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}: {_first_line(str(exc))} ({url})"
-    return None
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
 
 
 # ---------------------------------------------------------------------------------------------- output
@@ -387,7 +383,7 @@ class JsonOutput:
         self._last: dict[str, Any] | None = None
 
     def _emit(self, obj: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        sys.stdout.write(safe.dumps(obj) + "\n")
         sys.stdout.flush()
 
     def update(self, task: TaskView) -> None:
@@ -404,7 +400,8 @@ class JsonOutput:
         if task.interaction is None and task.state != "TASK_STATE_INPUT_REQUIRED":
             # Consent asked in text only: no line could answer it, since a text reply never approves.
             return None
-        line = sys.stdin.readline()
+        with cancellable(task):
+            line = sys.stdin.readline()
         if not line:
             return None
         text = line.rstrip("\r\n")
@@ -474,34 +471,41 @@ class HumanOutput:
             self._live = None
 
     def ask(self, task: TaskView) -> Reply | None:
-        interaction = task.interaction
         try:
-            if interaction is None:
-                self.console.print(render_interaction(task))
-                if task.state != "TASK_STATE_INPUT_REQUIRED":
-                    self.console.print(
-                        Text(
-                            "The agent asks for consent in text only (no interactions/v1 data): a text reply never "
-                            "approves, so there is nothing to answer here.",
-                            style="yellow",
-                        )
-                    )
-                    return None
-                return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
-            self.console.print(render_interaction(task))
-            if interaction.kind == "question":
-                return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
-            if interaction.kind == "connection":
-                name = str((interaction.detail or {}).get("connection", "it"))
-                question = Text(f"Is {name} connected?")
-            else:
-                question = Text("Approve?")
-            approved = Confirm.ask(question, console=self.console)
-            self._echo("y" if approved else "n")
-            return Reply(approved=approved)
+            with cancellable(task):
+                return self._ask(task)
+        except PromptCancelled:
+            self.console.print()  # the prompt's line stays as it was, ended
+            raise
         except EOFError:
             self.console.print()
             return None
+
+    def _ask(self, task: TaskView) -> Reply | None:
+        interaction = task.interaction
+        if interaction is None:
+            self.console.print(render_interaction(task))
+            if task.state != "TASK_STATE_INPUT_REQUIRED":
+                self.console.print(
+                    Text(
+                        "The agent asks for consent in text only (no interactions/v1 data): a text reply never "
+                        "approves, so there is nothing to answer here.",
+                        style="yellow",
+                    )
+                )
+                return None
+            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
+        self.console.print(render_interaction(task))
+        if interaction.kind == "question":
+            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
+        if interaction.kind == "connection":
+            name = str((interaction.detail or {}).get("connection", "it"))
+            question = Text(f"Is {name} connected?")
+        else:
+            question = Text("Approve?")
+        approved = Confirm.ask(question, console=self.console)
+        self._echo("y" if approved else "n")
+        return Reply(approved=approved)
 
     def _echo(self, answer: str) -> str:
         if not sys.stdin.isatty():  # the terminal echoes what a person types; a pipe does not
@@ -542,7 +546,7 @@ class HumanOutput:
         table = Table("Task", "State", "Updated", "Text", box=None, header_style="bold")
         for task in tasks:
             table.add_row(
-                task.id,
+                Text(task.id),
                 Text(task.short_state, style=_state_style(task)),
                 task.timestamp,
                 Text(task.text.replace("\n", " ")[:60]),

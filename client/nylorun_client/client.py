@@ -25,12 +25,14 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from nylorun.profile.extensions import EFFECTS, FILES, INTERACTIONS, PROGRESS, TELEMETRY, Interaction
 
 from nylorun_client.views import MessageView, TaskView, message_view, task_view
 
+CARD_PATH = "/.well-known/agent-card.json"  # the card's well-known path under the Agent's URL (a2a-1.0.md §6)
 PROFILE_V2: tuple[str, ...] = (INTERACTIONS, EFFECTS, PROGRESS, TELEMETRY, FILES)
 # A blocking SendMessage may wait up to the Runtime's a2aWaitMs (5 minutes by default) before it answers.
 DEFAULT_TIMEOUT = httpx.Timeout(330.0, connect=10.0)
@@ -60,13 +62,16 @@ class NylorunClient:
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         http: httpx.AsyncClient | None = None,
     ) -> None:
-        self.url = url.rstrip("/")
+        self.url = agent_url(url)
         self.extensions = list(extensions)
         self._token, self._timeout = token, timeout
         self._own_http = http is None
         self._http = http
         self._client: Client | None = None
         self._card: AgentCard | None = None
+        # The `error` member of the last failed answer's JSON body: the a2a-sdk keeps only the message of a
+        # JSON-RPC error (its ErrorInfo `reason` is dropped) and an HTTP error's body not at all.
+        self.last_error: Any = None
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -81,7 +86,9 @@ class NylorunClient:
         """Fetch the Agent Card and build the a2a-sdk client on its JSON-RPC interface."""
         if self._http is None:
             headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-            self._http = httpx.AsyncClient(headers=headers, timeout=self._timeout)
+            self._http = httpx.AsyncClient(
+                headers=headers, timeout=self._timeout, event_hooks={"response": [self._keep_error]}
+            )
         # The Runtime offers no streaming (card: streaming false); polling GetTask works with every agent.
         config = ClientConfig(streaming=False, httpx_client=self._http)
         try:
@@ -127,9 +134,11 @@ class NylorunClient:
         wait: bool = True,
         metadata: dict[str, Any] | None = None,
         extensions: Sequence[str] = (),
+        push_url: str | None = None,
     ) -> TaskView | MessageView:
         """SendMessage. `wait=False` sets `returnImmediately`: the answer is the task as just created, and
-        the caller follows it with `watch`. `metadata`/`extensions` are the message's own (extension data)."""
+        the caller follows it with `watch`. `metadata`/`extensions` are the message's own (extension data).
+        `push_url` registers a push config for the task with the message (`configuration.taskPushNotificationConfig`)."""
         message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)])
         if context_id:
             message.context_id = context_id
@@ -138,9 +147,10 @@ class NylorunClient:
         if metadata:
             message.metadata.update(metadata)
         message.extensions.extend(extensions)
-        request = SendMessageRequest(
-            message=message, configuration=SendMessageConfiguration(return_immediately=not wait)
-        )
+        configuration = SendMessageConfiguration(return_immediately=not wait)
+        if push_url:
+            configuration.task_push_notification_config.CopyFrom(TaskPushNotificationConfig(url=push_url))
+        request = SendMessageRequest(message=message, configuration=configuration)
         result: TaskView | MessageView | None = None
         async for response in self._sdk.send_message(request, context=self._context()):
             if response.HasField("task"):
@@ -276,10 +286,26 @@ class NylorunClient:
             raise ClientError("not connected: use `async with NylorunClient(...)` or call open()")
         return self._client
 
+    async def _keep_error(self, response: httpx.Response) -> None:
+        if response.is_success and "json" not in response.headers.get("content-type", ""):
+            return
+        await response.aread()  # kept by httpx: the a2a-sdk reads the same body after this hook
+        try:
+            body = response.json()
+        except ValueError:
+            return
+        if isinstance(body, dict) and body.get("error") is not None:
+            self.last_error = body["error"]
+
     def _context(self) -> ClientCallContext | None:
         if not self.extensions:
             return None
         return ClientCallContext(service_parameters={"A2A-Extensions": ",".join(self.extensions)})
+
+
+def agent_url(url: str) -> str:
+    """The Agent's URL from itself or from its card's URL (the `serve` banner prints those), slash or not."""
+    return url.strip().rstrip("/").removesuffix(CARD_PATH).rstrip("/")
 
 
 def _a(kind: str) -> str:

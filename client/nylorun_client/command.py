@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from nylorun_client.admin import add_admin_command
+from nylorun_client.admin import add_admin_command, with_local_port
 from nylorun_client.cli import add_commands
 
 
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(with_local_port(sys.argv[1:] if argv is None else argv))
     return int(args.run(args))
 
 

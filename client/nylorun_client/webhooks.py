@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from nylorun_client import safe
+
 _print_lock = threading.Lock()
 
 # standardwebhooks refuses a webhook-timestamp more than 5 minutes old or ahead (its `webhook_tolerance`), so an
@@ -75,8 +77,9 @@ def fetch_signing_secrets(agent_url: str, token: str | None) -> list[str]:
         answer = httpx.get(url, headers=headers, timeout=30)
     except httpx.HTTPError as exc:
         raise SecretsUnavailable(f"{type(exc).__name__}: {exc} ({url})") from None
-    if answer.status_code == 401:
-        raise SecretsUnavailable(f"HTTPError: 401 from {url} (give a bearer token with --token or NYLORUN_TOKEN)")
+    if answer.status_code in (401, 403):
+        hint = "this token was refused: check" if token else "give a bearer token with"
+        raise SecretsUnavailable(f"HTTPError: {answer.status_code} from {url} ({hint} --token or NYLORUN_TOKEN)")
     if answer.status_code != 200:
         reason = answer.json().get("error", "") if "json" in answer.headers.get("content-type", "") else ""
         raise SecretsUnavailable(f"HTTPError: {answer.status_code} from {url}" + (f": {reason}" if reason else ""))
@@ -241,9 +244,10 @@ def _summary(body: Any) -> str:
 
 
 def _write(line: str) -> None:
+    # A delivery's body, id and path are the sender's: no control sequence of theirs reaches the terminal.
     with _print_lock:
-        print(line, flush=True)
+        print(safe.clean(line), flush=True)
 
 
 def _write_json(obj: dict[str, Any]) -> None:
-    _write(json.dumps(obj, ensure_ascii=False))
+    _write(safe.dumps(obj))

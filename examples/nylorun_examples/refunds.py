@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import re
 
-from nylorun.engine import Agent, Skill, Turn
+from nylorun.engine import Agent, Delegated, Skill, Turn
+
+from nylorun_examples import support
 
 agent = Agent(
     name="refunds",
@@ -58,13 +60,26 @@ def run(turn: Turn) -> None:
     result = turn.delegate(
         support_url(), f"Please refund order {order_id}", credentials=os.environ.get("NYLORUN_REFUNDS_TOKEN") or None
     )
+    refunded, why = outcome(result)
+    turn.mark(1, "done" if refunded else "failed", None if refunded else why)
+    turn.mark(2, "done" if refunded else "skipped")
+    if refunded:
+        turn.reply(f"Order {order_id} is refunded. The money is back on your account in 3 to 5 business days.")
+    else:
+        turn.reply(f"Order {order_id} was not refunded: {why}")
+
+
+def outcome(result: Delegated) -> tuple[bool, str]:
+    """Whether support refunded, and if not, why (in this Agent's own words). Refunded only when its task
+    completed with its receipt: support writes the receipt right after the refund and in no other case."""
+    if result.ok and result.artifacts:
+        return True, ""
     if not result.ok:
-        turn.mark(1, "failed")
-        turn.reply(f"The refund of order {order_id} did not go through; nothing was charged back.")
-        return
-    turn.mark(1, "done")
-    turn.mark(2, "done")
-    if "no refund" in result.text.lower() or "cannot refund" in result.text.lower():
-        turn.reply(f"Order {order_id} was not refunded.")
-        return
-    turn.reply(f"Order {order_id} is refunded. The money is back on your account in 3 to 5 business days.")
+        return False, "the refund did not go through; nothing was charged back."
+    if result.text.startswith(support.NOT_FOUND):
+        return False, "no such order was found."
+    if result.text == support.NOT_CONNECTED:
+        return False, "the payments account was not connected; nothing was changed."
+    if result.text == support.DECLINED:
+        return False, "you declined it; nothing was changed."
+    return False, "the refund was not confirmed; nothing was changed."

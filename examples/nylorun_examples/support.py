@@ -40,6 +40,10 @@ ORDERS: dict[str, dict[str, Any]] = {
 # Refunds issued, by idempotency key: a payments API that dedupes on the key, as real ones do.
 REFUNDS: dict[str, dict[str, Any]] = {}
 _lock = threading.Lock()
+# The replies that end a turn without a refund (a delegating Agent, `refunds`, tells them apart by these).
+NOT_FOUND = "I could not find order"
+NOT_CONNECTED = "Without a payments connection I cannot refund; nothing was changed."
+DECLINED = "Understood: no refund was made."
 
 
 def lookup_order(order_id: str) -> dict[str, Any] | None:
@@ -69,7 +73,7 @@ def run(turn: Turn) -> None:
     turn.usage(tokens=350, cost_usd=0.0012)
     if order is None:
         turn.mark(0, "failed", f"No order {order_id}")
-        turn.reply(f"I could not find order {order_id}.")
+        turn.reply(f"{NOT_FOUND} {order_id}.")
         return
     turn.mark(0, "done", f"{order['item']}, {order['amount']:.2f} {order['currency']}")
     # A view of what the next steps are about: on the connection's and the approval's status messages too.
@@ -79,7 +83,7 @@ def run(turn: Turn) -> None:
     turn.say("Checking the payments connection")
     if not turn.connection("payments", "Connect your payments account so I can issue the refund."):
         turn.mark(1, "failed", "Not connected")
-        turn.reply("Without a payments connection I cannot refund; nothing was changed.")
+        turn.reply(NOT_CONNECTED)
         return
     turn.mark(1, "done")
 
@@ -92,7 +96,7 @@ def run(turn: Turn) -> None:
         turn.mark(2, "failed", "Declined")
         turn.mark(3, "skipped")
         turn.mark(4, "skipped")
-        turn.reply("Understood: no refund was made.")
+        turn.reply(DECLINED)
         return
     turn.mark(2, "done")
 

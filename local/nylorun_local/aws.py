@@ -2,7 +2,7 @@
 
 moto's Step Functions really executes the state machine file (`execute_state_machine`), including
 `.waitForTaskToken`; our Lambda handlers run in-process (lambda_shim.py); moto's fixes are one module each in
-nylorun_local/moto/. This module re-exports the names the rest of the local stand-in and the tests import from it.
+nylorun_local/moto/.
 Written for moto 5.2.5 (pinned); tests/integration/test_local_aws.py fails loudly if it stops working.
 """
 
@@ -19,31 +19,10 @@ import requests
 
 from nylorun_local.account import ACCOUNT, REGION
 from nylorun_local.activity import watch_boto3_writes
-from nylorun_local.lambda_shim import (
-    LambdaContext,
-    LambdaHandler,
-    add_environment,
-    function_timeout_ms,
-    install_lambda_shim,
-    invoke_registered,
-    register_handler,
-)
+from nylorun_local.lambda_shim import install_lambda_shim
 from nylorun_local.moto import install_all
 from nylorun_local.moto.direct_transport import install_direct_transport, remove_direct_transport
 from nylorun_local.moto.patching import dynamodb_lock, sqs_lock
-
-__all__ = [
-    "ACCOUNT",
-    "REGION",
-    "LambdaContext",
-    "LambdaHandler",
-    "LocalAws",
-    "add_environment",
-    "free_port",
-    "function_timeout_ms",
-    "invoke_registered",
-    "register_handler",
-]
 
 
 def free_port() -> int:

@@ -7,6 +7,7 @@ task states call it) to the Python handlers registered here, one per execution e
 
 from __future__ import annotations
 
+import contextvars
 import json
 import time
 import uuid
@@ -65,7 +66,9 @@ def invoke_registered(function_name: str, event: dict[str, Any], environment: in
     payload, "Unhandled")."""
     handler = _handlers[function_name][environment]
     try:
-        return handler(event, LambdaContext(function_name)), None
+        # In a context of its own, as Lambda runs each invocation: the keys its handler gives its log lines
+        # (nylorun.observability) stay its own, whichever thread invoked it.
+        return contextvars.copy_context().run(handler, event, LambdaContext(function_name)), None
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - Lambda reports the error type and message, never our stack

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import threading
@@ -17,11 +18,14 @@ from typing import Any
 
 import uvicorn
 from nylorun.engine.agent import Agent
+from nylorun.observability import SERVICE
 from nylorun.settings import AuthMode, Settings
 from nylorun.wiring import Runtime, build_runtime
 
 from nylorun_local.activity import Activity
-from nylorun_local.aws import LocalAws, free_port, function_timeout_ms
+from nylorun_local.aws import LocalAws, free_port
+from nylorun_local.lambda_shim import function_timeout_ms
+from nylorun_local.logs import AgentErrors, labelled_as
 from nylorun_local.pollers import QueuePoller, StreamPoller
 from nylorun_local.push_processes import PushProcesses
 from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions, stream_filters
@@ -102,6 +106,7 @@ class LocalRuntime:
         self._ttl: TtlSweeper | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._agent_errors = AgentErrors()
 
     @property
     def base_url(self) -> str:
@@ -161,6 +166,7 @@ class LocalRuntime:
             **opts.extra_env,
         }
         os.environ.update(env)
+        logging.getLogger(SERVICE).addHandler(self._agent_errors)  # Powertools' Logger logs as this one
         self._state_file = write_state_file(self.options.port, self.aws.endpoint, env)
         self._functions = start_functions(self.stack)
         push = self._functions["PushFunction"]
@@ -212,11 +218,16 @@ class LocalRuntime:
         assert self.runtime is not None, "call prepare() first"
         return self.runtime.app()
 
+    def _served_app(self) -> Any:
+        """The api app as uvicorn serves it: its log lines labelled as the api function's."""
+        assert self.stack is not None, "call prepare() first"
+        return labelled_as(f"{self.stack.prefix}-ApiFunction", self.app())
+
     def start_in_thread(self) -> LocalRuntime:
         """For tests: serve on the configured port in a background thread until stop()."""
         self.prepare()
         config = uvicorn.Config(
-            self.app(), host=self.options.host, port=self.options.port, log_level="warning", lifespan="off"
+            self._served_app(), host=self.options.host, port=self.options.port, log_level="warning", lifespan="off"
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="nylorun-api", daemon=True)
@@ -230,7 +241,7 @@ class LocalRuntime:
 
     def serve_forever(self) -> None:
         config = uvicorn.Config(
-            self.app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
+            self._served_app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
         )
         uvicorn.Server(config).run()
 
@@ -253,6 +264,7 @@ class LocalRuntime:
         if self._push_processes is not None:
             self._push_processes.stop()
         self.aws.stop()
+        logging.getLogger(SERVICE).removeHandler(self._agent_errors)
         if self._state_file is not None:
             self._state_file.unlink(missing_ok=True)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from nylorun_client.safe import clean
+
 from nylorun_local.runtime import EXAMPLE_AGENTS, LocalOptions, LocalRuntime
 
 
@@ -85,46 +87,52 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
     runtime = local.prepare()
-    print("Nylorun Runtime (local: moto stands in for AWS, nothing leaves this machine)")
+    _say("Nylorun Runtime (local: moto stands in for AWS, nothing leaves this machine)")
     yours = f"--agents {args.agents}" if args.agents is not None else "any in $NYLORUN_AGENTS"
     if local.options.examples:
-        print(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and {yours}")
+        _say(f"  Agents: the examples ({EXAMPLE_AGENTS}; --no-examples leaves them out) and {yours}")
     else:
-        print(f"  Agents: {yours} (--no-examples)")
+        _say(f"  Agents: {yours} (--no-examples)")
     if local.options.model:
-        print(f"  model: {local.options.model} (a stand-in that says so in its replies; no model is called locally)")
+        _say(f"  model: {local.options.model} (a stand-in that says so in its replies; no model is called locally)")
     for name in runtime.registry.names():
-        print(f"  {name:<8} {local.agent_url(name)}/.well-known/agent-card.json")
+        _say(f"  {name:<8} {local.agent_url(name)}/.well-known/agent-card.json")
     if not runtime.registry.names():
-        print("  (none: every Agent URL answers 404; name yours with --agents module:attribute)")
+        _say("  (none: every Agent URL answers 404; name yours with --agents module:attribute)")
     if args.auth == "dev":
         for token, subject in local.options.dev_tokens.items():
-            print(f"  bearer token for subject {subject!r}: {token}")
+            _say(f"  bearer token for subject {subject!r}: {token}")
     else:
-        print("  auth: none (every caller is the subject 'anonymous')")
+        _say("  auth: none (every caller is the subject 'anonymous')")
     if local.options.push_secret and runtime.settings.push_signing == "per-subject":
         # Issue 15: each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
         # whoever holds it can sign for any subject: it is not shown (it is the one given, or generated for this run).
-        print("  push: signed with each caller's own key (the Runtime's push secret is not shown)")
+        _say("  push: signed with each caller's own key (the Runtime's push secret is not shown)")
         names = runtime.registry.names()
         agent = local.agent_url(names[0]) if names else f"{local.base_url}/v1/a2a/agents"
-        print(f"  receive your pushes: NYLORUN_TOKEN=<your token> nylorun webhooks --from {agent}")
+        _say(f"  receive your pushes: NYLORUN_TOKEN=<your token> nylorun webhooks --from {agent}")
     elif local.options.push_secret:
-        print(f"  push secret (NYLORUN_PUSH_SIGNING=shared: every receiver verifies with it): {local.options.push_secret}")
+        _say(f"  push secret (NYLORUN_PUSH_SIGNING=shared: every receiver verifies with it): {local.options.push_secret}")
     else:
-        print("  push: off (the cards say pushNotifications: false; push methods answer -32003)")
-    print(f"  blocking SendMessage waits up to {runtime.settings.a2a_wait_ms} ms")
-    print("  stop it with ^C (or SIGTERM)")
+        _say("  push: off (the cards say pushNotifications: false; push methods answer -32003)")
+    _say(f"  blocking SendMessage waits up to {runtime.settings.a2a_wait_ms} ms")
+    _say("  stop it with ^C (or SIGTERM)")
     if "echo" in runtime.registry.names():
-        print("Try:")
+        _say("Try:")
         first = next(iter(local.options.dev_tokens), "")
         auth_header = f" -H 'Authorization: Bearer {first}'" if args.auth == "dev" else ""
-        print(
+        _say(
             f"  curl -s {local.agent_url('echo')} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json'{auth_header} \\\n"
             """    -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":"""
             """{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'"""
         )
     sys.stdout.flush()
+
+
+def _say(line: str) -> None:
+    # Agent names and token subjects are the operator's own words, but a banner is read in a terminal: no control
+    # sequence in them reaches it.
+    print(clean(line))
 
 
 def _wait_ms(value: str) -> int:

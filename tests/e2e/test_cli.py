@@ -236,7 +236,7 @@ def test_errors_are_one_clear_line_and_a_non_zero_exit(support: str) -> None:
     # Then one line names the A2A error, nothing on stdout, no traceback, exit non-zero
     assert unknown.returncode != 0
     assert unknown.stdout == ""
-    assert unknown.stderr.splitlines() == ["TaskNotFoundError: Task no-such-task not found"]
+    assert unknown.stderr.splitlines() == ["TaskNotFoundError: Task no-such-task not found (TASK_NOT_FOUND)"]
     # When no token is given at all
     anonymous = nylorun("tasks", support, token=None)
     # Then it says the Runtime refused, and how to give one

@@ -10,9 +10,20 @@ import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.engine.turn import Turn
 from nylorun.profile.extensions import INTERACTIONS
-from nylorun.protocol.errors import A2AError, InvalidParamsError
+from nylorun.protocol.errors import InvalidParamsError
 from nylorun.protocol.models import Message, Role, TaskState
-from unit_support import Calls, Runtime, agent_of, answer, open_interaction, runtime, state, status_text
+from unit_support import (
+    AnotherAnswerFirst,
+    Calls,
+    Runtime,
+    agent_of,
+    answer,
+    open_interaction,
+    refused,
+    runtime,
+    state,
+    status_text,
+)
 
 
 def approver(pay: Calls, store: InMemoryTaskStore | None = None) -> Runtime:
@@ -23,12 +34,6 @@ def approver(pay: Calls, store: InMemoryTaskStore | None = None) -> Runtime:
         turn.reply("paid" if approved else "not paid")
 
     return runtime(agent_of(turn_fn), store=store)
-
-
-def refused(rt: Runtime, **message: Any) -> A2AError:
-    with pytest.raises(A2AError) as caught:
-        rt.send(**message)
-    return caught.value
 
 
 def user_texts(rt: Runtime, task_id: str) -> list[str]:
@@ -129,19 +134,6 @@ def test_the_same_answer_sent_twice_is_one_answer() -> None:
     assert retry["id"] == first["id"] and state(retry) == TaskState.COMPLETED
     assert len(pay.keys) == 1
     assert len([m for m in rt.record(task["id"]).history if m.message_id == "m-answer"]) == 1
-
-
-class AnotherAnswerFirst(InMemoryTaskStore):
-    """A store where, between the service reading the task and writing the answer, another caller's answer
-    (`racer`) is written: the race two answers to one interaction make."""
-
-    racer: Any = None
-
-    def answer_interaction(self, *args: Any, **kwargs: Any) -> None:
-        racer, self.racer = self.racer, None
-        if racer is not None:
-            racer()
-        super().answer_interaction(*args, **kwargs)
 
 
 def test_of_two_different_answers_to_one_interaction_exactly_one_wins() -> None:

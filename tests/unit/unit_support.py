@@ -10,11 +10,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from nylorun.adapters.memory import InMemoryContextQueue, InMemoryOrchestrator, InMemoryTaskStore
 from nylorun.engine.agent import Agent, AgentRegistry, Skill, TurnFunction
 from nylorun.engine.runner import TurnRunner
 from nylorun.ports import Owner, TaskRecord
 from nylorun.profile.extensions import INTERACTIONS, PROFILE_EXTENSIONS
+from nylorun.protocol.errors import A2AError
 from nylorun.protocol.models import Message, Part, Role, SendMessageRequest, TaskState
 from nylorun.service.a2a import A2AService, Caller
 from nylorun.service.scheduler import TurnScheduler
@@ -96,6 +98,13 @@ def runtime(*agents: Agent, store: InMemoryTaskStore | None = None, strict_compo
     return Runtime(store, orchestrator, queue, scheduler, runner, service, settings)
 
 
+def refused(rt: Runtime, **message: Any) -> A2AError:
+    """The A2A error a SendMessage gets (the test fails if it gets a task)."""
+    with pytest.raises(A2AError) as caught:
+        rt.send(**message)
+    return caught.value
+
+
 def user_message(text: str = "hello", **fields: Any) -> dict[str, Any]:
     return {"messageId": f"m-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": text}], **fields}
 
@@ -128,3 +137,17 @@ def agent_texts(record: TaskRecord) -> list[str]:
 
 def message(text: str) -> Message:
     return Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text=text)])
+
+
+class AnotherAnswerFirst(InMemoryTaskStore):
+    """A store where, between the service reading the task and writing the answer, another answer (`racer`:
+    another caller's, or the first send of a retried one) is written: the race two answers to one interaction
+    make."""
+
+    racer: Any = None
+
+    def answer_interaction(self, *args: Any, **kwargs: Any) -> None:
+        racer, self.racer = self.racer, None
+        if racer is not None:
+            racer()
+        super().answer_interaction(*args, **kwargs)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from types import ModuleType
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.metrics import MetricResolution, MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -58,7 +61,46 @@ class _Metrics(Metrics):
             super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
 
 
-logger = Logger(service=SERVICE)
+class _KeysPerContext(LambdaPowertoolsFormatter):
+    """Powertools' JSON formatter whose keys (`append_keys`, the Lambda context's) belong to the running context
+    (a thread, an asyncio task), not to the process.
+
+    Deployed, each function is a process of its own, its invocations one after another: the same lines as
+    Powertools' formatter. Locally every function runs in one process, side by side on threads: with one set of
+    keys, a line took the function name (and task id) of whichever function had set them last. A context that set
+    none has the keys the Logger was made with; a thread started by a function's code has its keys only when
+    started in a copy of its context (`contextvars.copy_context`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._keys: ContextVar[dict[str, Any] | None] = ContextVar("nylorun_log_keys", default=None)
+        self._made_with: dict[str, Any] = {}
+        super().__init__(**kwargs)
+
+    @property
+    def log_format(self) -> dict[str, Any]:
+        keys = self._keys.get()
+        return self._made_with if keys is None else keys
+
+    @log_format.setter
+    def log_format(self, keys: dict[str, Any]) -> None:
+        self._keys.set(keys)
+
+    # A new dict on each change: a context copied from this one (a thread it started) keeps its own.
+    def append_keys(self, **additional_keys: Any) -> None:
+        self.log_format = {**self.log_format, **additional_keys}
+
+    def remove_keys(self, keys: Iterable[str]) -> None:
+        gone = set(keys)
+        self.log_format = {key: value for key, value in self.log_format.items() if key not in gone}
+
+    def keep_as_made(self) -> None:
+        """The keys this context holds now are those of every context that set none."""
+        self._made_with = dict(self.log_format)
+
+
+_formatter = _KeysPerContext()
+logger = Logger(service=SERVICE, logger_formatter=_formatter)
+_formatter.keep_as_made()
 tracer = Tracer(service=SERVICE, patch_modules=["botocore"])
 metrics = _Metrics(namespace=NAMESPACE, service=SERVICE)
 

@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nylorun.adapters.dynamodb import codec
+from nylorun.adapters.dynamodb import codec, salvage
 from nylorun.domain.contexts import next_in_line, open_turn, takes_context
 from nylorun.domain.quotas import QuotaExceeded, Quotas
 from nylorun.events import logged
@@ -215,7 +215,7 @@ class InMemoryTaskStore:
     def get(self, task_id: str) -> TaskRecord | None:
         with self._lock:
             task = self._live(task_id)
-            return _copy(task.record) if task else None
+            return salvage.readable(_copy(task.record), task.status_ts) if task else None
 
     def head(self, task_id: str) -> dict[str, Any] | None:
         """The same plain values the DynamoDB store's task item holds."""
@@ -265,7 +265,7 @@ class InMemoryTaskStore:
             tokens = [codec.encode_token(t.sort_key, bound_to) for t in page]
             # Like the index: tasks without their history and artifacts (GetTask reads those).
             return TaskPage(
-                tasks=[_copy(t.record, with_content=False) for t in page],
+                tasks=[salvage.readable(_copy(t.record, with_content=False), t.status_ts) for t in page],
                 next_page_token=tokens[-1] if len(rest) > query.page_size else "",
                 total_size=len(matches),
                 tokens=tokens,

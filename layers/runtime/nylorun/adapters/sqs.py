@@ -4,6 +4,7 @@ and never hold up another context's."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -38,7 +39,10 @@ def process_groups_at_once(
     if len(groups) <= 1:
         return process_group(event)
     with ThreadPoolExecutor(max_workers=min(most, len(groups))) as pool:
-        answers = list(pool.map(lambda records: process_group({"Records": records}), groups.values()))
+        # Each group in a copy of the invocation's context, made here: its log lines keep the invocation's keys
+        # (nylorun.observability).
+        runs = [(contextvars.copy_context(), {"Records": records}) for records in groups.values()]
+        answers = list(pool.map(lambda run: run[0].run(process_group, run[1]), runs))
     return {"batchItemFailures": [failure for answer in answers for failure in answer.get("batchItemFailures", [])]}
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from nylorun.engine.handover import json_value
 from nylorun.ports import JournalEntry, JournalKind, TaskStore
 from nylorun.profile.extensions import Interaction, InteractionKind
 
@@ -203,6 +204,9 @@ class Replay:
             write()
 
     def _finish(self, seq: int, name: str, result: Any, kind: JournalKind = "effect") -> Any:
+        # The result is journaled as JSON and handed back as its round trip on every rerun: one that is no JSON
+        # is refused here, where the effect returned, before the journal holds it.
+        json_value("turn.effect", f"the result of effect {name!r}", result)
         self._store.journal_finish(self._task_id, seq, result)
         self._journal[seq] = JournalEntry(seq=seq, kind=kind, name=name, finished=True, result=result)
         return result

@@ -39,6 +39,10 @@ from nylorun.protocol.models import INTERRUPTED_STATES, TaskState, TaskStatus
 
 ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 NOT_TERMINAL = frozenset({TaskState.SUBMITTED, TaskState.WORKING, *INTERRUPTED_STATES})
+# The log lines of an error in an Agent's own code (the local Runtime also prints these as tracebacks).
+AGENT_RAISED = "agent raised"
+NOT_DETERMINISTIC = "agent is not deterministic on replay"
+AGENT_ERRORS = (AGENT_RAISED, NOT_DETERMINISTIC)
 
 
 class Outcome(TypedDict):
@@ -164,13 +168,13 @@ class TurnRunner:
             logger.warning("agent ended its turn failed")
             return self._end_failed(task_id, failed.text, ACTIVE)
         except NonDeterministicAgent:
-            logger.exception("agent is not deterministic on replay")
+            logger.exception(NOT_DETERMINISTIC)
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
         except TooLarge as large:
             return self._too_large(task_id, large)
         except Exception:  # noqa: BLE001 - any error of the agent's code ends its turn
             # The agent's own error: log it, never show it (no stack trace reaches a caller).
-            logger.exception("agent raised")
+            logger.exception(AGENT_RAISED)
             return self._end_failed(task_id, "The agent could not complete this turn.", ACTIVE)
 
         reply = output.reply or agent_text(record, "Done.")

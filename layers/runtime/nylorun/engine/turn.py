@@ -28,6 +28,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
 from nylorun.domain.ids import derive_task_id
+from nylorun.engine import handover
 from nylorun.engine.delegation import Credentials, Delegated, Delegation, DelegationDeps
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
@@ -43,7 +44,7 @@ from nylorun.profile.extensions import (
     StepState,
     with_extension,
 )
-from nylorun.profile.status import agent_message, progress_message
+from nylorun.profile.status import ANSWERED_TEXT, agent_message, progress_message
 from nylorun.protocol.models import Artifact, Message, Part, Role, TaskState, TaskStatus
 from nylorun.protocol.text import repaired
 
@@ -143,6 +144,7 @@ class Turn:
     def plan(self, *labels: str) -> None:
         """Set the plan (progress/v1), all steps pending. Profile v2 caps a plan at 20 steps: the rest are
         dropped (and logged), so a long plan never fails a turn."""
+        labels = tuple(handover.text("turn.plan", f"label {i}", label) for i, label in enumerate(labels))
         if len(labels) > MAX_PLAN_STEPS:
             logger.warning("plan capped", extra={"steps": len(labels), "cap": MAX_PLAN_STEPS})
         self._output.plan = [PlanStep(label=repaired(label)[:200]) for label in labels[:MAX_PLAN_STEPS]]
@@ -151,16 +153,20 @@ class Turn:
     def mark(self, step: int | str, state: StepState, note: str | None = None) -> None:
         """Mark one plan step (by index or label) pending, active, done, failed or skipped."""
         plan = self._output.plan
-        index = step if isinstance(step, int) else [s.label for s in plan].index(repaired(step))
-        if not 0 <= index < len(plan):
-            return  # a step beyond the 20-step cap
+        labels, full = [s.label for s in plan], len(plan) >= MAX_PLAN_STEPS
+        index = handover.step_index(labels, repaired(step) if isinstance(step, str) else step, full)
+        note = handover.text("turn.mark", "note", note, optional=True)
         note = note and repaired(note)[:500]
-        plan[index] = plan[index].model_copy(update={"state": state, "note": note})
+        label = labels[index] if index is not None else ""
+        marked = handover.checked("turn.mark", PlanStep, label=label, state=state, note=note)
+        if index is None:
+            return  # a step beyond the 20-step cap
+        plan[index] = marked
         self._replay.show(self._write_progress)
 
     def say(self, text: str) -> None:
         """Step text: what the agent is doing now, in words a person can read. Never tool details."""
-        self._output.note = text
+        self._output.note = handover.text("turn.say", "text", text)
         self._replay.show(self._write_progress)
 
     def show(self, component: str, props: dict[str, Any], title: str | None = None) -> None:
@@ -169,6 +175,7 @@ class Turn:
         next. It is a view of the work, not a result: a result goes in `reply(...)` or `artifact(...)` as a
         `Component`. A later `show` with the same kind and title replaces it. Never tool calls, arguments or
         results (Profile v2). `code-ref` is built only by `code_ref(...)`."""
+        handover.text("turn.show", "component", component), handover.text("turn.show", "title", title, optional=True)
         parts = self._component_parts(Component(component, props, title))
         if not parts:
             return
@@ -219,7 +226,7 @@ class Turn:
         `reconcile(key)`: if a run died mid-effect, ask the outside world what happened; return the result,
         or None when it cannot tell (then the outcome is reported uncertain).
         """
-        return self._replay.effect(name, fn, idempotent=idempotent, reconcile=reconcile)
+        return self._replay.effect(handover.text("turn.effect", "name", name), fn, idempotent=idempotent, reconcile=reconcile)
 
     # ------------------------------------------------------------------ interactions
     def approval(self, prompt: str, detail: dict[str, Any] | None = None) -> bool:
@@ -232,10 +239,17 @@ class Turn:
 
     def connection(self, name: str, prompt: str, detail: dict[str, Any] | None = None) -> bool:
         """Ask the caller to connect an account (AUTH_REQUIRED, kind `connection`); True once connected."""
+        handover.text("turn.connection", "name", name), handover.detail("turn.connection", detail)
         return bool(self._ask("connection", prompt, {"connection": name, **(detail or {})})["approved"])
 
     def _ask(self, kind: InteractionKind, prompt: str, detail: dict[str, Any] | None) -> dict[str, Any]:
-        return self._replay.ask(kind, repaired(prompt), repaired(detail))
+        method = f"turn.{kind}"
+        prompt, detail = handover.text(method, "prompt", prompt), handover.detail(method, detail)
+        answer = self._replay.ask(kind, repaired(prompt), repaired(detail))
+        # progress/v1: since the question, the person has read it and the service's ANSWERED_TEXT; a `say()` from
+        # before it (replayed on every rerun) is not shown again. Set on every run, so a rerun shows the same.
+        self._output.note = ANSWERED_TEXT
+        return answer
 
     # ------------------------------------------------------------------ delegation (issue 19)
     def delegate(
@@ -260,7 +274,7 @@ class Turn:
     # ------------------------------------------------------------------ usage, artifacts, reply
     def usage(self, tokens: int = 0, cost_usd: float = 0.0) -> None:
         """Report model usage; totals reach telemetry/v1 and the usage event (counted once per report)."""
-        self._replay.usage(tokens, cost_usd)
+        self._replay.usage(*handover.usage(tokens, cost_usd))
 
     def artifact(
         self,
@@ -272,19 +286,20 @@ class Turn:
     ) -> str:
         """Add (or, with the same `artifact_id`, replace) an artifact. Returns its id. A `Component` part
         becomes its text fallback and the component part (docs/components.md)."""
-        artifact_parts = self._parts(parts)
+        if not parts:
+            raise handover.BadTurnArgument("turn.artifact: give at least one part")
+        artifact_parts = self._parts(handover.parts("turn.artifact", parts))
+        name = handover.text("turn.artifact", "name", name, optional=True)
         artifact_id = artifact_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.task_id}/{repaired(name) or len(parts)}"))
+        handover.json_value("turn.artifact", "metadata", metadata)
+        artifact = handover.checked(
+            "turn.artifact", Artifact, artifact_id=artifact_id, name=name, parts=artifact_parts,
+            metadata=metadata, extensions=extensions,
+        ) if artifact_parts else None
 
         def put() -> None:
-            if not artifact_parts:  # deployed, its only part was an invalid component: dropped, nothing to show
+            if not artifact:  # deployed, its only part was an invalid component: dropped, nothing to show
                 return
-            artifact = Artifact(
-                artifact_id=artifact_id,
-                name=name,
-                parts=artifact_parts,
-                metadata=metadata,
-                extensions=extensions,
-            )
             self._store.put_artifact(self.task_id, repaired(artifact))
 
         self._replay.write_once(put)
@@ -315,9 +330,15 @@ class Turn:
         """Write a file at `path` in the agent's outputs (per context). Writing a path again makes a new
         version; the task's artifact for that path then shows the newest (files/v1: kind, version, size,
         sha256, path) with a fresh download URL on every read."""
-        files = self._require_files()
-        path = clean_path(path)
-        body = data.encode() if isinstance(data, str) else bytes(data)
+        for argument, value in (("path", path), ("kind", kind), ("media_type", media_type)):
+            handover.text("turn.write_file", argument, value)
+        if not isinstance(data, (str, bytes, bytearray, memoryview)):
+            raise handover.BadTurnArgument(f"turn.write_file: data must be bytes or a str, not {type(data).__name__}")
+        try:
+            path = clean_path(path)
+        except ValueError as error:
+            raise handover.BadTurnArgument(f"turn.write_file: {error}") from None
+        files, body = self._require_files(), data.encode() if isinstance(data, str) else bytes(data)
         owner, context_id = self._record.owner, self.context_id
         store = self._store
 
@@ -348,10 +369,12 @@ class Turn:
     def reply(self, *parts: Part | str | Component) -> None:
         """The agent's answer: the turn completes with this message once the turn function returns. A
         `Component` part becomes its text fallback and the component part (docs/components.md)."""
+        parts = handover.parts("turn.reply", parts)
         self._output.reply = agent_message(self.task_id, self.context_id, self._parts(parts) or [Part(text="Done.")])
 
     def reject(self, text: str) -> None:
         """End the turn as REJECTED (the agent will not do this)."""
+        text = handover.text("turn.reject", "text", text)
         self._output.reply = agent_message(self.task_id, self.context_id, [Part(text=text)])
         self._output.rejected = True
         raise Finished()

@@ -37,6 +37,8 @@ UNKNOWN_OUTCOME_TEXT = (
 )
 # Issue 16: the WORKING status once an operator resolved the lost outcome and the turn resumes.
 RESOLVED_TEXT = "An operator resolved the step whose outcome was lost; the task continues."
+# The WORKING status once a person answered (progress/v1), until the Agent says something new.
+ANSWERED_TEXT = "Answer received; continuing."
 
 
 def queued_message(task_id: str, context_id: str, ahead_task_id: str) -> Message:

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.domain.urls import PushUrlRejected, check_push_url
@@ -42,14 +40,8 @@ from nylorun.ports import (
     with_task,
 )
 from nylorun.profile.components import view_parts
-from nylorun.profile.extensions import (
-    INTERACTIONS,
-    InteractionAnswer,
-    read_answer,
-    visible,
-    with_extension,
-)
-from nylorun.profile.status import text_does_not_approve, with_plan
+from nylorun.profile.extensions import INTERACTIONS, visible, with_extension
+from nylorun.profile.status import ANSWERED_TEXT, text_does_not_approve, with_plan
 from nylorun.protocol.errors import (
     A2AError,
     InvalidParamsError,
@@ -80,6 +72,7 @@ from nylorun.protocol.models import (
     now_timestamp,
 )
 from nylorun.protocol.text import repaired
+from nylorun.service.answers import answer_value, answers_open, read_reply_answer, refuse_closed
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
@@ -165,13 +158,18 @@ class A2AService:
                     "message.contextId does not match the task's context",
                     field_violations=[("message.contextId", "Does not match the task's contextId.")],
                 )
+            answer = read_reply_answer(message)
+            if answer is not None and not answers_open(record, answer):
+                # interactions/v1: a late or duplicate answer is refused (-32602), ended task or not; never a turn.
+                record = refuse_closed(self._store, record, answer.interaction_id, retry_key)
+                return self._respond(caller, record, request)
             if record.state.terminal:
                 # docs/protocol.md §2.5: terminal tasks are immutable; a refinement is a new task in the same context.
                 raise UnsupportedOperationError(
                     f"Task {record.task_id} is in terminal state: {record.state.value}"
                 )
             if record.state.interrupted:
-                value = self._answer_value(record, message)  # checked before any file is stored
+                value = answer_value(record, message, answer)  # checked before any file is stored
                 with self._inbound_files(caller, record.context_id, message) as reply:
                     reply = reply.model_copy(update={"context_id": record.context_id})
                     record = self._answer(record, reply, retry_key, value)
@@ -252,44 +250,10 @@ class A2AService:
             record = self._store.get(record.task_id) or record
         return record
 
-    @staticmethod
-    def _answer_value(record: TaskRecord, message: Message) -> JsonObject | None:
-        """What a reply to an interrupted task answers (None: text to an approval, which never approves), or the
-        error refusing it. Pure, so it runs before the reply's files are stored (issue 15)."""
-        interaction = record.interaction
-        if interaction is None:
-            raise UnsupportedOperationError(f"Task {record.task_id} has no open interaction")
-        answer = _read_answer(message)
-        if answer is not None:
-            if answer.interaction_id != interaction.interaction_id:
-                raise InvalidParamsError(
-                    "Unknown or already answered interactionId",
-                    field_violations=[("interactionId", "Not the task's open interaction.")],
-                )
-            if interaction.kind in ("approval", "connection"):
-                if answer.approved is None:
-                    raise InvalidParamsError(
-                        f"An answer to a {interaction.kind} carries `approved` (true or false)",
-                        field_violations=[("approved", "Field is required.")],
-                    )
-                value: JsonObject = {"approved": answer.approved}
-            else:
-                if answer.value is None:
-                    raise InvalidParamsError(
-                        "An answer to a question carries `value`", field_violations=[("value", "Field is required.")]
-                    )
-                value = {"value": answer.value}
-        elif interaction.kind == "question" and message.text():
-            # Decision: a question may be answered by text in every tier (approvals never).
-            value = {"value": message.text()}
-        else:
-            return None
-        return value
-
     def _answer(self, record: TaskRecord, message: Message, retry_key: str, value: JsonObject | None) -> TaskRecord:
-        """A reply to an interrupted task: the caller's answer (`_answer_value`) to the open interaction."""
+        """A reply to an interrupted task: the caller's answer (`answer_value`) to the open interaction."""
         interaction = record.interaction
-        assert interaction is not None  # _answer_value refused a task without one
+        assert interaction is not None  # answer_value refused a task without one
         if value is None:
             return self._text_does_not_approve(record, message, retry_key)
         stored = message.model_copy(update={"task_id": record.task_id})
@@ -307,11 +271,8 @@ class A2AService:
             return self._store.get(record.task_id) or record
         except TooLarge as large:
             raise _over_budget(large) from None
-        except InteractionClosed:
-            raise InvalidParamsError(
-                "Unknown or already answered interactionId",
-                field_violations=[("interactionId", "Not the task's open interaction.")],
-            ) from None
+        except InteractionClosed:  # another answer won the race (or this one's first send did)
+            return refuse_closed(self._store, record, interaction.interaction_id, retry_key)
         metrics.add_metric(name="InteractionAnswered", unit="Count", value=1)
         token = self._store.get_wait_token(record.task_id, interaction.interaction_id)
         if token is not None:
@@ -320,7 +281,7 @@ class A2AService:
         return self._store.get(record.task_id) or record
 
     @staticmethod
-    def _resuming(record: TaskRecord, text: str = "Answer received; continuing.") -> Message:
+    def _resuming(record: TaskRecord, text: str = ANSWERED_TEXT) -> Message:
         """A status message the service writes on a task (by default: right after an answer, the turn
         resumes), with the plan still in view (progress/v1)."""
         return with_plan(agent_text(record, text), record.plan)
@@ -564,31 +525,6 @@ def _acted_on(record: TaskRecord, message_id: str) -> bool:
     users = [m.message_id for m in record.history if m.role == Role.USER]
     last = max((i for i, m in enumerate(users) if m == message_id), default=len(users) - 1)
     return last < len(users) - 1
-
-
-def _read_answer(message: Message) -> InteractionAnswer | None:
-    """The interactions/v1 answer a reply carries, strictly: Profile v2, a message that carries extension data
-    lists the extension's URI in `extensions`, and `approved` is a JSON boolean (text never approves)."""
-    field = f"message.metadata.{INTERACTIONS}"
-    try:
-        answer = read_answer(message)
-    except ValidationError as exc:
-        if any(err["loc"][:1] == ("approved",) for err in exc.errors()):
-            raise InvalidParamsError(
-                "`approved` in an interactions/v1 answer must be a JSON boolean (true or false)",
-                field_violations=[(f"{field}.approved", "Must be true or false.")],
-            ) from None
-        raise InvalidParamsError(
-            "interactions/v1 answer must be {interactionId, approved} or {interactionId, value}",
-            field_violations=[(field, "Not an interactions/v1 answer.")],
-        ) from None
-    if answer is not None and INTERACTIONS not in (message.extensions or []):
-        raise InvalidParamsError(
-            f"The message carries interactions/v1 data but does not list it: add \"{INTERACTIONS}\" to "
-            "message.extensions",
-            field_violations=[("message.extensions", f"Must list {INTERACTIONS}.")],
-        )
-    return answer
 
 
 def _over_budget(large: TooLarge) -> InvalidParamsError:

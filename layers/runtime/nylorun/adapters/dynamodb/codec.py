@@ -19,7 +19,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from nylorun.adapters.dynamodb import layout
+from nylorun.adapters.dynamodb import layout, salvage
 from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.events import logged
 from nylorun.limits import stored_bytes
@@ -163,10 +163,11 @@ def task_record(item: dict[str, Any]) -> TaskRecord:
         context_id=item["contextId"],
         owner=Owner(subject=item["subject"], agent=item["agent"]),
         turn=int(item["turn"]),
-        status=TaskStatus.model_validate_json(item["status"]),
-        metadata=loads(item["metadata"]) if item.get("metadata") else None,
-        interaction=Interaction.model_validate_json(item["interaction"]) if item.get("interaction") else None,
-        plan=[PlanStep.model_validate(s) for s in loads(item["plan"])] if item.get("plan") else [],
+        # One stored value that no longer validates is left out (logged), never the whole read (salvage.py).
+        status=salvage.status(item["status"], item["taskId"], item.get("state"), item.get("statusTs")),
+        metadata=salvage.metadata(item.get("metadata"), item["taskId"]),
+        interaction=salvage.interaction(item.get("interaction"), item["taskId"]),
+        plan=salvage.plan(item.get("plan"), item["taskId"]),
         version=int(item["version"]),
         expires_at=int(item["expiresAt"]) if item.get("expiresAt") is not None else None,
         attempt=int(item.get("attempt") or 0),

@@ -6,7 +6,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from nylorun.adapters.dynamodb import codec, layout
+from nylorun.adapters.dynamodb import codec, layout, salvage
 from nylorun.adapters.dynamodb.messages import Messages, record_once
 from nylorun.adapters.dynamodb.push import sealed
 from nylorun.adapters.dynamodb.table import RETRY, Canceled, Table, aws
@@ -208,10 +208,11 @@ class Tasks(Messages):
         record = codec.task_record(task)
         meta = next((i for i in items if i["SK"] == "META"), None)
         if meta is not None:
-            record.metadata = codec.loads(meta["body"])
-        record.history = [codec.message(i["body"]) for i in items if i["SK"].startswith("MSG#")]
+            record.metadata = salvage.metadata(meta["body"], task_id)
+        msgs = [i["body"] for i in items if i["SK"].startswith("MSG#")]
+        record.history = salvage.messages(((f"history message {n}", body) for n, body in enumerate(msgs)), task_id)
         arts = sorted((i for i in items if i["SK"].startswith("ART#")), key=lambda i: int(i["order"]))
-        record.artifacts = [codec.artifact(i["body"]) for i in arts]
+        record.artifacts = salvage.artifacts(((f"artifact {n}", i["body"]) for n, i in enumerate(arts)), task_id)
         return record
 
     def head(self, task_id: str) -> dict[str, Any] | None:
@@ -228,7 +229,7 @@ class Tasks(Messages):
         record = codec.task_record(item)
         if item.get("metadataItem"):
             meta = self._t.get(layout.metadata(record.task_id))
-            record.metadata = codec.loads(meta["body"]) if meta else None
+            record.metadata = salvage.metadata(meta["body"], record.task_id) if meta else None
         return record
 
     # ------------------------------------------------------------------ ListTasks
