@@ -1,4 +1,4 @@
-"""How a caller answers an open interaction (service/a2a.py, Profile v2 interactions/v1): only a typed answer
+"""How a caller answers an open interaction (service/a2a/, Profile v2 interactions/v1): only a typed answer
 approves, a question may be answered by text, and exactly one answer wins. The A2A service runs on the
 in-memory store; a turn runs in the caller's thread, so each answer returns where the turn stopped next."""
 
