@@ -1,5 +1,8 @@
-"""The records the task store exchanges with the service and the turn engine: tasks, turns, journal entries,
-operator resolutions, and what is left of an expired task (the store's Protocols: `nylorun.ports.tasks`)."""
+"""The records the task store exchanges with the service and the turn engine (its Protocols: `ports.tasks`).
+
+Tasks, turns and their queries, push configs, journal entries, operator resolutions, and what is left of an
+expired task.
+"""
 
 from __future__ import annotations
 
