@@ -39,32 +39,34 @@ from nylorun.ports.push import (
     Sender,
     SigningSecrets,
 )
-from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
-from nylorun.ports.tasks import (
+from nylorun.ports.records import (
     ExpiredTask,
-    FileVersions,
     InvalidPageToken,
     JournalEntry,
     JournalKind,
-    JournalStore,
     NewTurn,
     OperatorAction,
-    OperatorLog,
-    OperatorStore,
-    PushConfigStore,
     Resolution,
     Resolved,
-    RetentionStore,
     StoredPushConfig,
     TaskPage,
     TaskQuery,
     TaskRecord,
     TaskRemains,
-    TaskStore,
-    TurnStore,
     UncertainTask,
     Uncertainty,
     with_task,
+)
+from nylorun.ports.runtime import ContextQueue, EventBus, TurnHandler, TurnOrchestrator
+from nylorun.ports.tasks import (
+    FileVersions,
+    JournalStore,
+    OperatorLog,
+    OperatorStore,
+    PushConfigStore,
+    RetentionStore,
+    TaskStore,
+    TurnStore,
 )
 from nylorun.protocol.models import TaskStatus
 

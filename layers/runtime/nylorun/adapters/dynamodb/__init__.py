@@ -1,9 +1,11 @@
 """The task store on one DynamoDB table (keys and indexes: `layout`, declared in template.yaml `TasksTable`).
 
-One module per aggregate — `tasks` (tasks, contexts, ListTasks), `messages` (message dedupe), `journal`,
-`push` (push configs and their sweep), `files` (file versions), `retention` (what goes when a task expires) — over `table` (AWS errors translated, named
-transactions, the one retry policy) and `codec` (records ↔ plain items ↔ attribute values, page tokens, which
-the in-memory store uses too). `stream` decodes the change stream into `nylorun.events` changes.
+One module per job — `turns` (opening turns, queueing on a busy context, handing it on), `reads` (a task, its
+item), `listing` (ListTasks), `writes` (statuses, artifacts, history, answers), `messages` (message dedupe),
+`journal`, `push` (push configs and their sweep), `files` (file versions), `retention` (what goes when a task
+expires) — over `table` (AWS errors translated, named transactions, the one retry policy), `codec` (records ↔
+plain items ↔ attribute values, page tokens, which the in-memory store uses too) and `salvage` (lenient reads).
+`stream` decodes the change stream into `nylorun.events` changes.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from nylorun.adapters.dynamodb.files import FileVersions
 from nylorun.adapters.dynamodb.journal import Journal
+from nylorun.adapters.dynamodb.listing import TaskListing
+from nylorun.adapters.dynamodb.messages import Messages
 from nylorun.adapters.dynamodb.push import PushConfigs
 from nylorun.adapters.dynamodb.retention import Retention
 from nylorun.adapters.dynamodb.stream import decode_change, decode_expiry
 from nylorun.adapters.dynamodb.table import Table
-from nylorun.adapters.dynamodb.tasks import Tasks
+from nylorun.adapters.dynamodb.turns import Turns
+from nylorun.adapters.dynamodb.writes import TaskWrites
 from nylorun.domain.ids import derive_task_id, subject_key
 from nylorun.domain.quotas import Quotas
 from nylorun.limits import DEFAULT_MAX_TASK_BYTES, DEFAULT_RETENTION_SECONDS
@@ -26,7 +31,7 @@ from nylorun.ports import OperatorStore, Sealer, TaskStore
 __all__ = ["DynamoTaskStore", "decode_change", "decode_expiry", "derive_task_id", "subject_key"]
 
 
-class DynamoTaskStore(Tasks, Journal, PushConfigs, FileVersions, Retention):
+class DynamoTaskStore(Turns, TaskWrites, TaskListing, Messages, Journal, PushConfigs, FileVersions, Retention):
     """The `TaskStore` port on DynamoDB. Raises only domain errors (`nylorun.domain.errors`)."""
 
     def __init__(
