@@ -1,6 +1,6 @@
 """The task store port, and the records it exchanges with the service and the turn engine.
 
-Adapters (`adapters/dynamodb.py`, `adapters/memory.py`) implement it and translate AWS errors into the domain
+Adapters (`adapters/dynamodb/`, `adapters/memory/`) implement it and translate AWS errors into the domain
 errors (`nylorun.domain.errors`); mapping to JSON-RPC errors happens in the service, never in an adapter.
 """
 
