@@ -1,5 +1,7 @@
-"""In-memory adapters: the task store, a turn orchestrator that runs each turn at once in the caller's thread,
-and a context queue. One process, no AWS: the benchmarks use them to measure the protocol layer alone.
+"""The in-memory adapters: the task store composed of its aggregates, the orchestrator and the context queue.
+
+The orchestrator runs each turn at once in the caller's thread. One process, no
+AWS: the benchmarks use them to measure the protocol layer alone.
 
 `InMemoryTaskStore` keeps the `TaskStore` contract the DynamoDB store keeps (same task ids, same conflicts,
 same ListTasks order and paging, same errors), with one lock instead of conditional writes. What it keeps
