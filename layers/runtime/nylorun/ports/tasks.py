@@ -1,7 +1,7 @@
 """The task store port: the Protocols the service and the turn engine speak to.
 
 Their records (tasks, turns, journal entries, ...) are in `nylorun.ports.records`. Adapters
-(`adapters/dynamodb/`, `adapters/memory.py`) implement it and translate AWS errors into the domain errors
+(`adapters/dynamodb/`, `adapters/memory/`) implement it and translate AWS errors into the domain errors
 (`nylorun.domain.errors`); mapping to JSON-RPC errors happens in the service, never in an adapter.
 """
 
