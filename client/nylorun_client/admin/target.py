@@ -1,13 +1,8 @@
-"""`nylorun admin`: the operator's commands (issue 16), against a deployed stack or a local Runtime.
+"""What every `nylorun admin` command acts on: the stack or local Runtime, the operator, the exit codes.
 
-    nylorun admin --stack NAME [--region R] COMMAND …   AWS credentials as boto3 finds them
-    nylorun admin --local [PORT] COMMAND …              a `nylorun serve` on this machine (default port 8080)
-
-The commands act on the stack's resources directly (the table, the state machine, the queues), with the
-operator's own credentials: they see every subject's tasks, so they are for operators, never for callers. Each
-action that changes something is recorded beside the task's journal with the operator's identity (the IAM
-principal's ARN, or `local:<user>`), and logged. The commands themselves are in `admin_tasks` (uncertain, show,
-resolve, fail) and `admin_queues` (dlq, redrive).
+`connect` finds the Runtime (a deployed stack's resources and parameters, or a local Runtime's state file) and
+who the operator is (the IAM principal's ARN, or `local:<user>`); `run_admin` runs one command against it, and
+`Target.record` records each action that changes something beside the task's journal.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +25,7 @@ from nylorun.ports import OperatorAction
 from nylorun.settings import Settings
 from nylorun.wiring import Runtime
 
-from nylorun_client import admin_queues, admin_tasks, safe
+from nylorun_client import safe
 
 DEFAULT_LOCAL_PORT = 8080
 # The stack's resources the admin commands use: setting → the template's logical id (its physical id is the
@@ -48,8 +43,8 @@ STACK_RESOURCES = {
     "NYLORUN_KMS_KEY": "StackKey",
     "NYLORUN_RUNTIME_KEY_ARN": "RuntimeKey",
 }
-# The stack's parameters a resumed turn's execution carries as its first did (issue 16: `admin resolve` starts it):
-# setting → the template's parameter.
+# The stack's parameters a resumed turn's execution carries as its first did (`admin resolve` starts it, README
+# "Lost outcomes: tasks waiting for an operator"): setting → the template's parameter.
 STACK_PARAMETERS = {
     "NYLORUN_INTERACTION_TIMEOUT_SECONDS": "InteractionTimeoutSeconds",
     "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS": "UncertaintyTimeoutSeconds",
@@ -86,23 +81,6 @@ class Target:
         print(safe.dumps(value, default=str) if self.json else safe.clean(text()))
 
 
-def add_admin_command(commands: Any) -> None:
-    admin = commands.add_parser(
-        "admin", help="operate a Runtime: tasks waiting for an operator, dead letters (operators only)"
-    )
-    where = admin.add_mutually_exclusive_group()
-    where.add_argument("--stack", help="a deployed stack's name (AWS credentials and region as boto3 finds them)")
-    where.add_argument(
-        "--local", type=int, nargs="?", const=DEFAULT_LOCAL_PORT, metavar="PORT",
-        help=f"a local Runtime (`nylorun serve`) on this port (default {DEFAULT_LOCAL_PORT}); the default target",
-    )
-    admin.add_argument("--region", help="the stack's region (default: boto3's)")
-    admin.add_argument("--json", action="store_true", help="JSON on stdout")
-    sub = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
-    admin_tasks.add_commands(sub)
-    admin_queues.add_commands(sub)
-
-
 def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Namespace], int]) -> int:
     """Connect, then run one admin command; expected failures are one line on stderr and exit 1."""
     try:
@@ -111,17 +89,6 @@ def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Names
     except AdminError as error:
         print(safe.clean(f"nylorun admin: {error}"), file=sys.stderr)
         return EXIT_ERROR
-
-
-def with_local_port(argv: Sequence[str]) -> list[str]:
-    """`admin --local COMMAND …` read as `admin --local 8080 COMMAND …`: argparse takes the word after `--local`
-    for its optional PORT, and `--local dlq` failed with "invalid int value: 'dlq'"."""
-    argv = list(argv)
-    if argv[:1] == ["admin"] and "--local" in argv:
-        at = argv.index("--local") + 1
-        if at == len(argv) or not argv[at].isdigit():
-            argv.insert(at, str(DEFAULT_LOCAL_PORT))
-    return argv
 
 
 class _Stderr:

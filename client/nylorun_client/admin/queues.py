@@ -1,4 +1,4 @@
-"""`nylorun admin` commands on dead letters: dlq, redrive (issue 16).
+"""`nylorun admin` commands on dead letters: dlq, redrive (README, "Dead letters").
 
     nylorun admin dlq [--queue context|push|publish]
     nylorun admin redrive [--queue context|push] (--all | --task ID … | --message ID …)
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nylorun.ports import (
     DEAD_LETTER_QUEUES,
@@ -25,10 +25,7 @@ from nylorun.ports import (
     DeadLetterQueueRefused,
 )
 
-from nylorun_client import admin
-
-if TYPE_CHECKING:
-    from nylorun_client.admin import Target
+from nylorun_client.admin.target import EXIT_OK, AdminError, Target, run_admin
 
 # The template's name for each dead-letter queue, and what it holds.
 QUEUE_NAMES = {
@@ -50,7 +47,7 @@ def add_commands(sub: Any) -> None:
     """Add this module's commands to `nylorun admin`'s subparsers."""
     dlq = sub.add_parser("dlq", help="list the dead letters of the context and push queues, with their tasks")
     dlq.add_argument("--queue", choices=DEAD_LETTER_QUEUES, action="append", help="only this queue (repeatable)")
-    dlq.set_defaults(run=lambda args: admin.run_admin(args, _refusing(_dlq)))
+    dlq.set_defaults(run=lambda args: run_admin(args, _refusing(_dlq)))
 
     redrive = sub.add_parser("redrive", help="move dead letters back to their queue (each action recorded)")
     redrive.add_argument("--queue", choices=DEAD_LETTER_QUEUES, action="append", help="only this queue (repeatable)")
@@ -60,7 +57,7 @@ def add_commands(sub: Any) -> None:
     which.add_argument(
         "--message", action="append", default=[], metavar="ID", help="this dead letter (its message id, from dlq)"
     )
-    redrive.set_defaults(run=lambda args: admin.run_admin(args, _refusing(_redrive)))
+    redrive.set_defaults(run=lambda args: run_admin(args, _refusing(_redrive)))
 
 
 def _refusing(command: Callable[[Target, argparse.Namespace], int]) -> Callable[[Target, argparse.Namespace], int]:
@@ -70,7 +67,7 @@ def _refusing(command: Callable[[Target, argparse.Namespace], int]) -> Callable[
         try:
             return command(target, args)
         except DeadLetterQueueRefused as refused:
-            raise admin.AdminError(str(refused)) from None
+            raise AdminError(str(refused)) from None
 
     return run
 
@@ -86,15 +83,15 @@ def _dlq(target: Target, args: argparse.Namespace) -> int:
     shown = [{"queue": look.queue, "approximateTotal": look.approximate_total, "letters": of}
              for look, of in zip(looks, letters, strict=True)]  # fmt: skip
     target.out({"queues": shown}, lambda: "\n".join(map(_look_text, looks, letters)))
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
 def _redrive(target: Target, args: argparse.Namespace) -> int:
     if not (args.all or args.task or args.message):
-        raise admin.AdminError("say which dead letters: --all, --task TASK or --message ID")
+        raise AdminError("say which dead letters: --all, --task TASK or --message ID")
     refused = [q for q in args.queue or () if q not in REDRIVEN_QUEUES]
     if refused:
-        raise admin.AdminError(f"{refused[0]} dead letters are not redriven by this command: {NOT_REDRIVEN[refused[0]]}")
+        raise AdminError(f"{refused[0]} dead letters are not redriven by this command: {NOT_REDRIVEN[refused[0]]}")
     tasks, messages = set(args.task), set(args.message)
 
     def wanted(letter: DeadLetter) -> bool:
@@ -114,7 +111,7 @@ def _redrive(target: Target, args: argparse.Namespace) -> int:
     lines = [f"redriven: {_name(letter)} -> {SOURCE_NAMES[letter.queue]}" for letter in moved]
     count = f"{len(moved)} dead letter{'' if len(moved) == 1 else 's'} redriven"
     target.out({"redriven": [_letter(letter) for letter in moved]}, lambda: "\n".join([*lines, count]))
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
 def _letter(letter: DeadLetter) -> dict[str, str]:

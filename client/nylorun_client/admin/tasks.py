@@ -1,10 +1,10 @@
-"""`nylorun admin` commands on tasks that wait for an operator: uncertain, show, resolve, fail (issue 16).
+"""`nylorun admin` commands on tasks that wait for an operator: uncertain, show, resolve, fail.
 
 A task waits for an operator when a step's outcome was lost (Profile v2: WORKING with effects/v1 `uncertain`):
 the effect started and the process died before its result was journaled, so the Runtime cannot know whether it
 took effect. The operator looks the effect up in the outside system (`uncertain` and `show` give its name and its
 idempotency key), then resolves it, or fails the task. The rules are the Runtime's (`nylorun.service.operator`);
-this module parses, records who acts, and prints.
+this module parses, records who acts, and prints (README, "Lost outcomes: tasks waiting for an operator").
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from nylorun.ports import Resolution
 from nylorun.service.operator import Refused, parse_result
 
-from nylorun_client import admin
+from nylorun_client.admin.target import EXIT_OK, AdminError, Target, run_admin
 
 
 def add_commands(sub: Any) -> None:
@@ -52,12 +52,12 @@ def add_commands(sub: Any) -> None:
     fail_cmd.set_defaults(run=_runs(fail))
 
 
-def _runs(action: Callable[[admin.Target, argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    return lambda args: admin.run_admin(args, action)
+def _runs(action: Callable[[Target, argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    return lambda args: run_admin(args, action)
 
 
 # ---------------------------------------------------------------- commands
-def uncertain(target: admin.Target, args: argparse.Namespace) -> int:
+def uncertain(target: Target, args: argparse.Namespace) -> int:
     waiting = [w.view() for w in target.runtime.operators.waiting()]
 
     def text() -> str:
@@ -74,19 +74,19 @@ def uncertain(target: admin.Target, args: argparse.Namespace) -> int:
         return "\n".join(lines)
 
     target.out(waiting, text)
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
-def show(target: admin.Target, args: argparse.Namespace) -> int:
+def show(target: Target, args: argparse.Namespace) -> int:
     try:
         view = target.runtime.operators.show(args.task)
     except Refused as refused:
-        raise admin.AdminError(str(refused)) from None
+        raise AdminError(str(refused)) from None
     target.out(view, lambda: _show_text(view))
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
-def resolve(target: admin.Target, args: argparse.Namespace) -> int:
+def resolve(target: Target, args: argparse.Namespace) -> int:
     try:
         resolution = (
             Resolution(effect_id=args.effect, done=False)
@@ -99,7 +99,7 @@ def resolve(target: admin.Target, args: argparse.Namespace) -> int:
             args.task, resolution, before=lambda: target.record(args.task, "resolve", **detail)
         )
     except Refused as refused:
-        raise admin.AdminError(str(refused)) from None
+        raise AdminError(str(refused)) from None
     value = {"taskId": resumed.task_id, "effect": resumed.effect_id, "attempt": resumed.attempt,
              "resumed": not resumed.again}
 
@@ -111,21 +111,21 @@ def resolve(target: admin.Target, args: argparse.Namespace) -> int:
         return f"Resolved {resumed.effect_id} ({done}); task {resumed.task_id} resumed as attempt {resumed.attempt}."
 
     target.out(value, text)
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
-def fail(target: admin.Target, args: argparse.Namespace) -> int:
+def fail(target: Target, args: argparse.Namespace) -> int:
     try:
         ended = target.runtime.operators.fail(
             args.task, args.reason, before=lambda: target.record(args.task, "fail", reason=args.reason)
         )
     except Refused as refused:
-        raise admin.AdminError(str(refused)) from None
+        raise AdminError(str(refused)) from None
     message = ended.status.message
     said = " ".join(p.text for p in (message.parts if message else []) if p.text)
     target.out({"taskId": ended.task_id, "state": ended.state.value, "message": said},
                lambda: f"Task {ended.task_id} is FAILED; its caller reads: {said}")
-    return admin.EXIT_OK
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------- helpers
