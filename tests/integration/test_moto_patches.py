@@ -4,19 +4,34 @@ Each test shows moto's own behaviour (the patch's replaced methods put back for 
 patch. When a moto upgrade fixes a bug, its test fails with "moto fixed this: remove the patch": then delete the
 patch module (and its line in nylorun_local/moto/__init__.py) and this test.
 Each drives a fresh moto backend of its own: nothing here touches the local Runtime's tables or queues.
+A race is reproduced the same way every run: the second caller's request is made from inside the first operation,
+at the point where moto lets it in (no sleep, no thread timing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+import json
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
 import pytest
+from moto.core.request import Request
+from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
+from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.models import SQSBackend
-from nylorun_local.moto import dynamodb_item_size, install_all, sqs_fifo_release
+from nylorun_local.moto import (
+    dynamodb_item_size,
+    dynamodb_thread_safety,
+    dynamodb_transaction_snapshot,
+    install_all,
+    sqs_fifo_release,
+)
 from nylorun_local.moto.patching import replaced
 
 ACCOUNT = "000000000042"  # not the local Runtime's: these backends are the tests' own
@@ -81,3 +96,94 @@ def test_a_fifo_group_visible_again_is_received_from_its_first_message() -> None
     patched = receive_after_a_lapsed_visibility()
     # Then the group starts again from its first message, in order
     assert patched == ["1"]
+
+
+@contextmanager
+def second_caller(patch: ModuleType, lock: str) -> Iterator[Callable[[Callable[[], Any]], Future[Any]]]:
+    """`meanwhile(request)`, called from inside an operation, runs `request` on another thread, as a second caller
+    would, and returns once it has run or is waiting for the patch's lock `lock` (whichever moto lets happen).
+    Leaving the block waits for the second caller's request to finish."""
+    settled = threading.Event()
+    own = getattr(patch, lock)
+
+    class WatchedLock:
+        """The patch's lock as it is, that also says when a caller finds it taken."""
+
+        def __enter__(self) -> None:
+            if not own.acquire(blocking=False):
+                settled.set()
+                own.acquire()
+
+        def __exit__(self, *exc_info: object) -> None:
+            own.release()
+
+    with ThreadPoolExecutor(max_workers=1) as pool, pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(patch, lock, WatchedLock())
+
+        def meanwhile(request: Callable[[], Any]) -> Future[Any]:
+            settled.clear()
+            future = pool.submit(request)
+            future.add_done_callback(lambda _: settled.set())
+            assert settled.wait(timeout=60), "the second caller neither ran nor waited for the lock"
+            return future
+
+        yield meanwhile
+
+
+def dynamodb(action: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One DynamoDB request through moto's request handler (as its server runs it), in the tests' own account.
+
+    The handler, not the backend: the patch serializes the handler's requests."""
+    request = Request.from_primitives(
+        "POST",
+        "https://dynamodb.us-east-1.amazonaws.com/",
+        {"X-Amz-Target": f"DynamoDB_20120810.{action}", "Content-Type": "application/x-amz-json-1.0",
+         "x-moto-account-id": ACCOUNT},
+        json.dumps(body).encode(),
+    )  # fmt: skip
+    status, _, answer = DynamoHandler.dispatch(request)
+    assert status == 200, answer
+    return dict(json.loads(answer))
+
+
+def put_during_a_transactions_copy() -> str:
+    """A table holding item "a"; a TransactWriteItems writing it, and, while moto copies the table for the
+    transaction's rollback (as it copies item "a"), a PutItem of item "b" from another caller. Returns what the
+    transaction answers."""
+    backend = dynamodb_backends[ACCOUNT]["us-east-1"]
+    backend.reset()  # a fresh backend: nothing from an earlier run
+    key = {"AttributeName": "k", "AttributeType": "S"}
+    dynamodb("CreateTable", {"TableName": "t", "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+                             "AttributeDefinitions": [key], "BillingMode": "PAY_PER_REQUEST"})  # fmt: skip
+    dynamodb("PutItem", {"TableName": "t", "Item": {"k": {"S": "a"}}})
+    item = backend.tables["t"].items[DynamoType({"S": "a"})]
+    with second_caller(dynamodb_thread_safety, "dynamodb_lock") as meanwhile:
+
+        def copied_while_b_is_put(memo: dict[int, Any]) -> Any:
+            del item.__deepcopy__  # once: the copy below is the item's own
+            meanwhile(lambda: dynamodb("PutItem", {"TableName": "t", "Item": {"k": {"S": "b"}}}))
+            return copy.deepcopy(item, memo)
+
+        item.__deepcopy__ = copied_while_b_is_put
+        write_a = {"Put": {"TableName": "t", "Item": {"k": {"S": "a"}, "n": {"N": "1"}}}}
+        try:
+            dynamodb("TransactWriteItems", {"TransactItems": [write_a]})
+        except RuntimeError as exc:  # uncaught by moto's handler: its server answers 500
+            return f"RuntimeError: {exc}"
+    return "written"
+
+
+def test_a_transaction_and_a_concurrent_put_both_succeed() -> None:
+    # Given moto without the patch (nor the transaction snapshot, which skips the copy): the put breaks the copy
+    with without(dynamodb_transaction_snapshot), without(dynamodb_thread_safety):
+        unpatched = put_during_a_transactions_copy()
+    broken = "RuntimeError: dictionary changed size during iteration"
+    assert unpatched == broken, fixed_upstream(dynamodb_thread_safety)
+    # When the same requests run with the patch (still without the snapshot: moto copies the whole table)
+    with without(dynamodb_transaction_snapshot):
+        patched = put_during_a_transactions_copy()
+    # Then the put waits for the transaction, and both are written, as on DynamoDB
+    assert patched == "written"
+    written = dynamodb("Scan", {"TableName": "t"})["Items"]
+    assert sorted(written, key=str) == [{"k": {"S": "a"}, "n": {"N": "1"}}, {"k": {"S": "b"}}]
+
