@@ -11,6 +11,7 @@ at the point where moto lets it in (no sleep, no thread timing).
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -24,13 +25,14 @@ from moto.core.request import Request
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
 from moto.dynamodb.responses import DynamoHandler
-from moto.sqs.models import SQSBackend
+from moto.sqs.models import Queue, SQSBackend
 from nylorun_local.moto import (
     dynamodb_item_size,
     dynamodb_thread_safety,
     dynamodb_transaction_snapshot,
     install_all,
     sqs_fifo_release,
+    sqs_serialized,
 )
 from nylorun_local.moto.patching import replaced
 
@@ -187,3 +189,67 @@ def test_a_transaction_and_a_concurrent_put_both_succeed() -> None:
     written = dynamodb("Scan", {"TableName": "t"})["Items"]
     assert sorted(written, key=str) == [{"k": {"S": "a"}, "n": {"N": "1"}}, {"k": {"S": "b"}}]
 
+
+def send_during_a_delete() -> list[str]:
+    """A queue holding one received message; its delete, and, as moto assigns the queue's rebuilt list, a send from
+    another caller. Returns what a receive then hands out."""
+    sqs = SQSBackend("us-east-1", ACCOUNT)
+    queue = sqs.create_queue("q")
+    sqs.send_message("q", "deleted")
+    [received] = sqs.receive_message("q", 1, 0, visibility_timeout=30)
+    assign = Queue.__setattr__
+    with second_caller(sqs_serialized, "sqs_lock") as meanwhile, pytest.MonkeyPatch.context() as monkeypatch:
+
+        def rebuilt_while_sent(self: Any, name: str, value: Any) -> None:
+            # delete's new list, made from the old one before the send
+            if self is queue and name == "_messages":
+                meanwhile(lambda: sqs.send_message("q", "sent meanwhile"))
+            assign(self, name, value)
+
+        monkeypatch.setattr(Queue, "__setattr__", rebuilt_while_sent)
+        sqs.delete_message("q", received.receipt_handle)
+    return [message.body for message in sqs.receive_message("q", 10, 0, visibility_timeout=30)]
+
+
+def test_a_message_sent_during_a_delete_is_kept() -> None:
+    # Given moto without the patch: the send appends to the list the delete then replaces
+    with without(sqs_serialized):
+        unpatched = send_during_a_delete()
+    assert unpatched == [], fixed_upstream(sqs_serialized)
+    # When the same requests run with the patch
+    patched = send_during_a_delete()
+    # Then the send waits for the delete, and its message is received, as on SQS
+    assert patched == ["sent meanwhile"]
+
+
+def receive_during_a_receive() -> tuple[list[str], list[str]]:
+    """A FIFO group of two messages; a receive of one, and, once it has noted the groups in flight (none), a receive of
+    one from another caller. Returns what each receive hands out: (the first's, the second's)."""
+    sqs = SQSBackend("us-east-1", ACCOUNT)
+    queue = sqs.create_queue("g.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for body in ("1", "2"):
+        sqs.send_message("g.fifo", body, group_id="g")
+    visible = Queue.messages.fget
+    reads = itertools.count()
+    second: list[Future[Any]] = []
+    with second_caller(sqs_serialized, "sqs_lock") as meanwhile, pytest.MonkeyPatch.context() as monkeypatch:
+
+        def received_meanwhile(self: Any) -> Any:
+            if self is queue and next(reads) == 0:  # the first receive's read (its groups in flight noted)
+                second.append(meanwhile(lambda: sqs.receive_message("g.fifo", 1, 0, visibility_timeout=30)))
+            return visible(self)
+
+        monkeypatch.setattr(Queue, "messages", property(received_meanwhile))
+        first = sqs.receive_message("g.fifo", 1, 0, visibility_timeout=30)
+    return [message.body for message in first], [message.body for message in second[0].result()]
+
+
+def test_two_receives_at_once_never_both_take_one_fifo_group() -> None:
+    # Given moto without the patch: each receive takes a message of the group, out of order, both in flight at once
+    with without(sqs_serialized):
+        unpatched = receive_during_a_receive()
+    assert unpatched == (["2"], ["1"]), fixed_upstream(sqs_serialized)
+    # When the same receives run with the patch
+    patched = receive_during_a_receive()
+    # Then the second waits for the first, which takes the group: one receiver at a time, in order, as on SQS
+    assert patched == (["1"], [])

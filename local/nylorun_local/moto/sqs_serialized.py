@@ -5,8 +5,10 @@ group to one receiver at a time): a delete rebuilds the queue's list, so a messa
 old list) is lost; and a FIFO group is marked in flight only as a receive hands out its messages, so two receives at
 once could both take one group. One queue operation runs at a time; a long poll waits between its tries outside the
 lock (held through the wait, it would stop every other queue operation, the pollers', for that long).
-No minimal reproduction of the lost message yet (a race); tests/integration/test_local_aws.py covers the long poll
-and the pollers' peek, and tests/e2e/test_push.py the concurrent sends and deletes.
+tests/integration/test_moto_patches.py shows both without this patch, each second request made from inside the first
+(test_a_message_sent_during_a_delete_is_kept, test_two_receives_at_once_never_both_take_one_fifo_group), and says
+"moto fixed this: remove the patch" when moto no longer has them; tests/integration/test_local_aws.py covers the
+long poll and the pollers' peek, and tests/e2e/test_push.py the concurrent sends and deletes.
 """
 
 from __future__ import annotations
