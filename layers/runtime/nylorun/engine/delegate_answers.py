@@ -55,8 +55,8 @@ def kept(answer: dict[str, Any], budget: int = KEPT_BYTES) -> dict[str, Any]:
 
 
 def _cut(message: Any, budget: int) -> dict[str, Any]:
-    """A message too large to keep: its text, cut to `budget` characters, and its interaction and telemetry when
-    they are of the size a Nylorun delegate sends."""
+    """A message too large to keep: its text, cut to half of `budget` bytes of JSON, and its interaction and
+    telemetry when they are of the size a Nylorun delegate sends."""
     message = message if isinstance(message, dict) else {}
     text = "\n".join(str(p["text"]) for p in message.get("parts") or [] if isinstance(p, dict) and "text" in p)
     metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
