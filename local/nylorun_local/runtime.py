@@ -139,6 +139,8 @@ class LocalRuntime:
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in {**opts.dev_tokens, **self.agent_tokens}.items()),
             **({"NYLORUN_REFUNDS_TOKEN": next(iter(self.agent_tokens))} if self.agent_tokens else {}),
+            # agent:refunds acts for each of its callers at support (README "Delegation"): a delegating identity.
+            "NYLORUN_DELEGATING_SUBJECTS": ",".join(self.agent_tokens.values()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
             "NYLORUN_ALLOWED_ORIGINS": ",".join(opts.allowed_origins),
             "NYLORUN_RUNTIME_KEY": self.runtime_key,

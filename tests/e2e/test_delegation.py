@@ -27,6 +27,7 @@ import pytest
 from a2a_caller import PROFILE, Caller, run, state, status_ext
 from conftest import ALICE, BOB, auth, poll, rpc, user_message
 from nylorun.engine import Agent, Skill, Turn
+from nylorun.engine.delegation import open_record
 from nylorun.ports import JournalEntry
 from nylorun_examples.support import REFUNDS
 from nylorun_local.runtime import LocalRuntime
@@ -57,14 +58,22 @@ def delegation(local_runtime: LocalRuntime, task_id: str) -> dict[str, Any]:
     return dict(sent[0].result)
 
 
-def delegate_task(local_runtime: LocalRuntime, sent: dict[str, Any], token: str) -> dict[str, Any]:
-    answer = rpc(local_runtime.agent_url("support") + "/", "GetTask", {"id": sent["taskId"]}, token=token)
+def delegate_task(local_runtime: LocalRuntime, sent: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    answer = rpc(local_runtime.agent_url("support") + "/", "GetTask", {"id": sent["taskId"]}, headers=headers)
     assert "result" in answer, answer
     return dict(answer["result"])
 
 
 def refunds_token() -> str:
     return os.environ["NYLORUN_REFUNDS_TOKEN"]  # the local Runtime's dev token for agent:refunds
+
+
+def as_refunds(local_runtime: LocalRuntime, task_id: str, sent: dict[str, Any]) -> dict[str, str]:
+    """The headers refunds calls support with for this task: agent:refunds, on behalf of the task's caller."""
+    assert local_runtime.runtime is not None
+    headers, _ = open_record(sent, local_runtime.runtime.sealer, task_id)
+    assert headers["Authorization"] == f"Bearer {refunds_token()}"
+    return {"A2A-Version": "1.0", **headers}
 
 
 # ---------------------------------------------------------------------------------------------- the sample
@@ -136,7 +145,7 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
         assert status_ext(final, TELEMETRY)["tokens"] >= 470
         sent = delegation(local_runtime, task["id"])
         in_context = rpc(
-            local_runtime.agent_url("support") + "/", "ListTasks", {"contextId": sent["contextId"]}, token=refunds_token()
+            local_runtime.agent_url("support") + "/", "ListTasks", {"contextId": sent["contextId"]}, headers=as_refunds(local_runtime, task["id"], sent)
         )["result"]["tasks"]
         assert [t["status"]["state"] for t in in_context] == ["TASK_STATE_COMPLETED"]  # one task: sent once
 
@@ -145,7 +154,7 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
         poll(lambda: [r for r in receiver.requests if "COMPLETED" in json.dumps(r["body"])], bool, timeout=20)
         listed = rpc(url, "ListTasks", {"contextId": final["contextId"], "historyLength": 100}, headers=auth(ALICE, **{"A2A-Extensions": ",".join(PROFILE)}))
         everything = json.dumps([seen, final, listed, [r["body"] for r in pushed]])
-        delegate_view = delegate_task(local_runtime, sent, refunds_token())
+        delegate_view = delegate_task(local_runtime, sent, as_refunds(local_runtime, task["id"], sent))
         secret_bits = [
             sent["taskId"],
             sent["contextId"],
@@ -184,7 +193,8 @@ def test_canceling_the_outer_task_while_the_delegate_waits_cancels_the_delegates
     # Given support waits for its payments connection (and so does the outer task, for the caller)
     assert state(view) == "TASK_STATE_AUTH_REQUIRED"
     sent = delegation(local_runtime, task["id"])
-    assert state(delegate_task(local_runtime, sent, refunds_token())) == "TASK_STATE_AUTH_REQUIRED"
+    refunds = as_refunds(local_runtime, task["id"], sent)
+    assert state(delegate_task(local_runtime, sent, refunds)) == "TASK_STATE_AUTH_REQUIRED"
 
     async def cancel() -> dict[str, Any]:
         async with Caller(url, ALICE, PROFILE) as again:
@@ -194,7 +204,7 @@ def test_canceling_the_outer_task_while_the_delegate_waits_cancels_the_delegates
     canceled = run(cancel)
     assert state(canceled) == "TASK_STATE_CANCELED"
     # Then support's task is canceled too
-    delegate = poll(lambda: delegate_task(local_runtime, sent, refunds_token()), lambda t: state(t) in ENDED, timeout=20)
+    delegate = poll(lambda: delegate_task(local_runtime, sent, refunds), lambda t: state(t) in ENDED, timeout=20)
     assert state(delegate) == "TASK_STATE_CANCELED", delegate["status"]
 
 
@@ -262,13 +272,13 @@ def test_a_crash_after_the_delegate_call_does_not_send_the_message_twice(
 
 
 # ---------------------------------------------------------------------------------------------- callbacks
-@pytest.fixture(scope="module")
-def held(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
-    """`t-held` works until told; `t-delegate-held` delegates to it as alice (so alice's keys sign its pushes)."""
+def serve_held_delegation(local_runtime: LocalRuntime, held_name: str, outer_name: str) -> threading.Event:
+    """`held_name` works until the event is set; `outer_name` delegates to it as alice (alice's keys sign its
+    pushes) and replies "delegate <state>"."""
     release = threading.Event()
     skills = [Skill(id="t", name="t", description="t", tags=["t"])]
-    held_agent = Agent(name="t-held", description="works until released", skills=skills)
-    outer = Agent(name="t-delegate-held", description="delegates", skills=skills)
+    held_agent = Agent(name=held_name, description="works until released", skills=skills)
+    outer = Agent(name=outer_name, description="delegates", skills=skills)
 
     @held_agent.turn
     def hold(turn: Turn) -> None:
@@ -277,11 +287,17 @@ def held(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
 
     @outer.turn
     def go(turn: Turn) -> None:
-        result = turn.delegate(local_runtime.agent_url("t-held") + "/", "work", credentials=ALICE)
+        result = turn.delegate(local_runtime.agent_url(held_name) + "/", "work", credentials=ALICE)
         turn.reply(f"delegate {result.state}")
 
     local_runtime.add_agent(held_agent)
     local_runtime.add_agent(outer)
+    return release
+
+
+@pytest.fixture(scope="module")
+def held(local_runtime: LocalRuntime) -> Iterator[threading.Event]:
+    release = serve_held_delegation(local_runtime, "t-held", "t-delegate-held")
     yield release
     release.set()
 
@@ -314,19 +330,26 @@ def callback(
     return httpx.post(f"{base}/v1/a2a/delegations/{task_id}/{key}", content=raw, headers=headers, timeout=10)
 
 
+def waiting_delegation(local_runtime: LocalRuntime, url: str) -> tuple[str, str, str]:
+    """Send the delegating Agent at `url` a message and wait until its turn waits for its delegate: the task's id,
+    the delegation's key and the delegate's task id."""
+    from nylorun.engine.replay import opaque_id
+
+    task_id = rpc(url, "SendMessage", {"message": user_message("go"), "configuration": {"returnImmediately": True}})["result"]["task"]["id"]
+    poll(lambda: open_wait(local_runtime, task_id), lambda w: w is not None, timeout=60)
+    entries = journal(local_runtime, task_id)
+    seq = next(s for s, e in entries.items() if e.kind == "effect" and e.name == "delegate")
+    return task_id, opaque_id(task_id, seq, "eff"), str(entries[seq].result["taskId"])
+
+
 def test_a_callback_that_is_not_the_delegates_signed_delivery_is_refused_and_wakes_nothing(
     local_runtime: LocalRuntime, held: threading.Event
 ) -> None:
     from nylorun.engine.delegation import callback_token
-    from nylorun.engine.replay import opaque_id
 
     url = local_runtime.agent_url("t-delegate-held") + "/"
-    task_id = rpc(url, "SendMessage", {"message": user_message("go"), "configuration": {"returnImmediately": True}})["result"]["task"]["id"]
     # Given the turn waits for its delegate (parked, the task WORKING)
-    poll(lambda: open_wait(local_runtime, task_id), lambda w: w is not None, timeout=60)
-    entries = journal(local_runtime, task_id)
-    seq = next(s for s, e in entries.items() if e.kind == "effect" and e.name == "delegate")
-    key, delegate_id = opaque_id(task_id, seq, "eff"), entries[seq].result["taskId"]
+    task_id, key, delegate_id = waiting_delegation(local_runtime, url)
     token = callback_token(task_id, key)
     alice_key, bob_key = own_secrets(local_runtime.base_url, ALICE)[0], own_secrets(local_runtime.base_url, BOB)[0]
     about_it = {"statusUpdate": {"taskId": delegate_id, "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}}

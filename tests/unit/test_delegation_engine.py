@@ -71,7 +71,10 @@ def test_a_delegate_that_ends_at_once_returns_its_result_and_its_usage_counts() 
     assert finished["status"]["message"]["metadata"][TELEMETRY]["tokens"] == 470
     # Sent once, as A2A 1.0 wants it: the Agent's credentials, returnImmediately, a messageId and contextId of its own
     (sent,) = delegate.sent
-    assert sent["headers"] == {"Authorization": "Bearer agent-token"}
+    assert sent["headers"]["Authorization"] == "Bearer agent-token"
+    # on behalf of the turn's own caller: an opaque scope, never the caller's subject (nylorun.domain.behalf)
+    assert set(sent["headers"]) == {"Authorization", "Nylorun-On-Behalf-Of"}
+    assert len(sent["headers"]["Nylorun-On-Behalf-Of"]) == 32
     assert sent["configuration"] == {"returnImmediately": True}  # no callback URL known: no push config, polling
     assert sent["message"]["parts"] == [{"text": "Please refund order A-1001"}]
 
@@ -162,3 +165,26 @@ def test_a_turn_stops_following_a_delegate_before_its_execution_history_would_ru
     assert rt.record(task_id).state == TaskState.COMPLETED
     assert rt.record(task_id).status.message is not None
     assert "failed: The delegated work took too long to follow" in rt.record(task_id).status.message.text()
+
+
+def test_a_delegate_with_more_artifacts_than_a_journal_item_holds_gives_what_fits_and_names_the_rest() -> None:
+    # Given a delegate that ends with 3 artifacts of 250 KB (its own budget is 4 MiB; one journal item holds 400 KB)
+    big = [{"artifactId": f"a-{n}", "name": f"part-{n}", "parts": [{"text": str(n) * 250_000}]} for n in range(3)]
+    done = {**task("COMPLETED", {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "made them"}]}), "artifacts": big}
+    got: dict[str, Any] = {}
+
+    def run(turn: Turn) -> None:
+        result = turn.delegate(URL, "make them", credentials="agent-token")
+        got["result"] = result
+        turn.reply(f"{result.state}: {result.text}")
+
+    rt = runtime(agent_of(run))
+    rt.runner._delegation = DelegationDeps(client=Delegate(done), sealer=None, callback_base=None, timeout_seconds=3600)
+    # When the Agent delegates to it
+    finished = rt.send("go")
+    # Then the Agent gets the delegate's words, the first artifact whole, and the two that did not fit by name
+    assert status_text(finished) == "completed: made them"
+    result = got["result"]
+    assert [a["artifactId"] for a in result.artifacts] == ["a-0"] and result.artifacts[0] == big[0]
+    assert [(o["artifactId"], o["name"]) for o in result.omitted] == [("a-1", "part-1"), ("a-2", "part-2")]
+    assert all(o["bytes"] > 250_000 for o in result.omitted)

@@ -131,6 +131,9 @@ class Settings(BaseModel):
     # base URL (this Runtime's public URL; deployed, PublicBaseUrl): unset, delegations only poll.
     delegation_poll_seconds: int = Field(default=300, ge=1, le=24 * 3600)
     delegation_callback_url: str | None = None
+    # The subjects that may act on behalf of their own callers here (nylorun.domain.behalf, README "Delegation"):
+    # from them the `Nylorun-On-Behalf-Of` header is honoured; from any other subject it is ignored.
+    delegating_subjects: list[str] = Field(default_factory=list)
     # nylorun.models (README "A model-backed Agent"): the Bedrock model id (or inference profile id) model-backed
     # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
     # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
@@ -152,6 +155,13 @@ class Settings(BaseModel):
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
             return [host.strip().lower() for host in value.split(",") if host.strip()]
+        return value
+
+    @field_validator("delegating_subjects", mode="before")
+    @classmethod
+    def _subjects(cls, value: object) -> object:
+        if isinstance(value, str):  # subjects are case-sensitive: split, never lowered
+            return [subject.strip() for subject in value.split(",") if subject.strip()]
         return value
 
     @field_validator("model_prices", mode="before")
@@ -261,6 +271,7 @@ class Settings(BaseModel):
             "uncertainty_timeout_seconds": "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS",
             "delegation_poll_seconds": "NYLORUN_DELEGATION_POLL_SECONDS",
             "delegation_callback_url": "NYLORUN_DELEGATION_CALLBACK_URL",
+            "delegating_subjects": "NYLORUN_DELEGATING_SUBJECTS",
             "max_turns_per_context": "NYLORUN_MAX_TURNS_PER_CONTEXT",
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",

@@ -196,7 +196,7 @@ class Runtime:
         """The delegates' callbacks and the cancel of a delegating task's delegates (issue 19)."""
         from nylorun.service.delegation import DelegationCallbacks
 
-        return DelegationCallbacks(self.store, self.orchestrator, lambda: self.delegates, self.sealer)
+        return DelegationCallbacks(self.store, self.orchestrator, lambda: self.delegates, self.sealer, self.store)
 
     @cached_property
     def operators(self) -> OperatorService:

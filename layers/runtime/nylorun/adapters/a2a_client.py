@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import urllib3
 
-from nylorun.ports.delegation import DelegateUnavailable
+from nylorun.ports.delegation import MAX_READ_BYTES, AnswerTooLarge, DelegateUnavailable
 from nylorun.profile.extensions import PROFILE_EXTENSIONS
 
 if TYPE_CHECKING:
@@ -44,11 +44,13 @@ class A2aClient:
                     "A2A-Extensions": ",".join(PROFILE_EXTENSIONS),
                 },
                 redirect=False,
+                preload_content=False,
             )
+            data = _capped(response)
         except urllib3.exceptions.HTTPError as exc:
             raise DelegateUnavailable(f"{method}: {type(exc).__name__}") from exc
         try:
-            answer = json.loads(response.data)
+            answer = json.loads(data)
         except ValueError:
             raise DelegateUnavailable(f"{method}: HTTP {response.status}, not JSON") from None
         if not isinstance(answer, dict):
@@ -78,16 +80,27 @@ class A2aClient:
         parts = urlsplit(url)
         keys_url = urlunsplit((parts.scheme, parts.netloc, SIGNING_PATH, "", ""))
         try:
-            response = self._http.request("GET", keys_url, headers=headers, redirect=False)
+            response = self._http.request("GET", keys_url, headers=headers, redirect=False, preload_content=False)
+            data = _capped(response)
         except urllib3.exceptions.HTTPError as exc:
             raise DelegateUnavailable(f"signing keys: {type(exc).__name__}") from exc
         if response.status != 200:
             return []  # not a Nylorun Runtime, or push is off there: no verifiable callbacks
         try:
-            secrets = json.loads(response.data).get("secrets")
+            secrets = json.loads(data).get("secrets")
         except (ValueError, AttributeError):
             return []
         return [s for s in secrets if isinstance(s, str)] if isinstance(secrets, list) else []
+
+
+def _capped(response: urllib3.BaseHTTPResponse) -> bytes:
+    """The body, read up to `MAX_READ_BYTES`: a larger answer is not read into memory (`AnswerTooLarge`)."""
+    data = response.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        response.close()  # the rest is never read: the connection is not reused
+        raise AnswerTooLarge(f"answer over {MAX_READ_BYTES} bytes")
+    response.release_conn()
+    return bytes(data)
 
 
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow

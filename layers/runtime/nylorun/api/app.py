@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
+from nylorun.domain.behalf import ON_BEHALF_HEADER, BadScope, honoured_scope
 from nylorun.engine.agent import AgentRegistry
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
 from nylorun.observability import count_rpc, logger
@@ -246,7 +247,11 @@ def create_app(
             if len(body) > settings.max_request_bytes:
                 return _refuse(_too_large(settings), headers)
 
-        caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated))
+        try:  # nylorun.domain.behalf: honoured only from a delegating identity
+            on_behalf = honoured_scope(subject, request.headers.get(ON_BEHALF_HEADER), settings.delegating_subjects)
+        except BadScope as exc:
+            return _refuse(InvalidRequestError(str(exc)), headers)
+        caller = Caller(subject=subject, agent=agent_name, extensions=tuple(activated), on_behalf=on_behalf)
         header = request.headers.get(VERSION_HEADER)
         # The query string is parsed only when it can count: check_version reads the header first.
         version = (header, None if header else request.query_params.get(VERSION_HEADER))

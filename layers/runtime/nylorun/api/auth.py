@@ -32,8 +32,14 @@ class Authenticator:
         if self._mode == "none":
             return ANONYMOUS
         if self._mode == "jwt":
-            return self._jwt_subject(request.scope.get("aws.event") or {})
-        return self._dev_subject(request.headers.get("authorization", ""))
+            subject = self._jwt_subject(request.scope.get("aws.event") or {})
+        else:
+            subject = self._dev_subject(request.headers.get("authorization", ""))
+        if "\n" in subject:
+            # nylorun.domain.behalf: a newline marks a subject acting on behalf of a delegator's caller; no
+            # authenticated subject may look like one.
+            raise Unauthenticated("A subject with a line break is not accepted")
+        return subject
 
     @staticmethod
     def _jwt_subject(event: dict[str, Any]) -> str:

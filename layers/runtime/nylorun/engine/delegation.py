@@ -27,12 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nylorun.domain.behalf import ON_BEHALF_HEADER, caller_scope
 from nylorun.domain.ids import RUNTIME_KEY
 from nylorun.domain.messages import DELEGATE_LOOK
+from nylorun.engine.delegate_answers import kept
 from nylorun.engine.replay import Replay
 from nylorun.observability import logger
 from nylorun.ports import Sealer
-from nylorun.ports.delegation import CALLBACK_PATH, DELEGATION, Delegates, DelegateUnavailable
+from nylorun.ports.delegation import CALLBACK_PATH, DELEGATION, AnswerTooLarge, Delegates, DelegateUnavailable
 from nylorun.profile.extensions import INTERACTIONS, TELEMETRY, InteractionKind
 from nylorun.protocol.models import Message, Part
 
@@ -54,12 +56,14 @@ def callback_token(task_id: str, key: str) -> str:
 @dataclass(frozen=True)
 class Delegated:
     """What the delegate's task came to: for the delegating Agent's code only (Profile v2: never delegations).
-    `state` is `completed`, `failed`, `canceled`, `rejected` or `unreachable`; `text` the delegate's last word."""
+    `state` is `completed`, `failed`, `canceled`, `rejected` or `unreachable`; `text` the delegate's last word.
+    `omitted`: the artifacts too large to hand over (engine/delegate_answers.py), each `artifactId`, `name`, `bytes`."""
 
     state: str
     text: str
     data: list[Any] = field(default_factory=list)  # the `data` parts of its last message and artifacts
     artifacts: list[dict[str, Any]] = field(default_factory=list)  # A2A wire artifacts
+    omitted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -92,7 +96,10 @@ class Delegation:
         task_id: str,
         ask: Callable[[InteractionKind, str, dict[str, Any] | None], dict[str, Any]],
         usage: Callable[[int, float], None],
+        caller: str = "",
     ) -> None:
+        # The subject of the turn's own caller: the delegate keeps it apart by its scope (nylorun.domain.behalf).
+        self._scope = caller_scope(caller)
         self._deps = deps
         self._replay = replay
         self._task_id = task_id
@@ -100,7 +107,7 @@ class Delegation:
         self._usage = usage
 
     def run(self, url: str, message: str | Message | Sequence[Part | str], credentials: Credentials) -> Delegated:
-        headers = _headers(credentials)
+        headers = {**_headers(credentials), ON_BEHALF_HEADER: self._scope}
         parts = _parts(message)
         record = self._replay.effect(
             SEND, lambda key: self._send(key, url, headers, parts), reconcile=lambda key: self._find(key, url, headers, parts)
@@ -162,7 +169,7 @@ class Delegation:
                 return {**record, "refused": "The delegate could not be reached."}
             answer = {"task": found[0]}
         task = answer.get("task")
-        return {**record, "taskId": task.get("id") if isinstance(task, dict) else None, "snapshot": answer}
+        return {**record, "taskId": task.get("id") if isinstance(task, dict) else None, "snapshot": kept(answer)}
 
     def _find(self, key: str, url: str, headers: dict[str, str], parts: list[dict[str, Any]]) -> dict[str, Any]:
         """A run died after `_send` started: the task it made, if the delegate has one in the context it named;
@@ -174,7 +181,7 @@ class Delegation:
         if not found:
             return self._send(key, url, headers, parts)
         record = self._record(url, context_id, headers, self._signing_keys(url, headers))
-        return {**record, "taskId": found[0].get("id"), "snapshot": {"task": found[0]}}
+        return {**record, "taskId": found[0].get("id"), "snapshot": kept({"task": found[0]})}
 
     def _signing_keys(self, url: str, headers: dict[str, str]) -> list[str]:
         """The delegate's keys for this Agent's deliveries; none asked for when no callback can reach this Runtime."""
@@ -195,10 +202,14 @@ class Delegation:
 
     def _read(self, record: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         try:
-            return {"task": self._deps.client.get_task(record["url"], headers, str(record["taskId"])), "at": self._deps.clock()}
+            return kept({"task": self._deps.client.get_task(record["url"], headers, str(record["taskId"])), "at": self._deps.clock()})
         except DelegateUnavailable as failed:
-            if failed.code == -32001:  # TaskNotFoundError: the delegate no longer has it (expired, deleted)
-                gone = {"state": "TASK_STATE_FAILED", "message": {"parts": [{"text": "The delegate no longer has the task."}]}}
+            if failed.code == -32001 or isinstance(failed, AnswerTooLarge):
+                # TaskNotFoundError: the delegate no longer has it (expired, deleted); or its answer is larger than
+                # any Nylorun delegate's, and is not read: its work is canceled, for nobody would read it.
+                if isinstance(failed, AnswerTooLarge):
+                    self._cancel(record, headers)
+                gone = {"state": "TASK_STATE_FAILED", "message": {"parts": [{"text": _GONE[failed.code == -32001]}]}}
                 return {"task": {"id": record["taskId"], "status": gone}, "at": self._deps.clock()}
             logger.warning("could not read the delegate's task", extra={"reason": failed.reason})
             return {"unavailable": failed.reason, "at": self._deps.clock()}
@@ -257,7 +268,7 @@ class Delegation:
             except DelegateUnavailable as failed:
                 logger.warning("could not hand the answer to the delegate", extra={"reason": failed.reason})
                 return {"unavailable": failed.reason, "at": self._deps.clock()}  # looked at (and answered) again
-            return sent if isinstance(sent.get("task"), dict) else self._read(record, headers)
+            return kept(sent) if isinstance(sent.get("task"), dict) else self._read(record, headers)
 
         return self._replay.effect(ANSWER, send, idempotent=True)
 
@@ -274,7 +285,8 @@ class Delegation:
             self._usage(int(used.get("tokens") or 0), float(used.get("costUsd") or 0.0))  # journaled: counted once
         artifacts = [a for a in task.get("artifacts") or [] if isinstance(a, dict)]
         state = str(_state(snapshot)).removeprefix("TASK_STATE_").lower()
-        return Delegated(state=state, text=_text(message), data=_data([message, *artifacts]), artifacts=artifacts)
+        omitted = list(snapshot.get("omitted") or [])
+        return Delegated(state=state, text=_text(message), data=_data([message, *artifacts]), artifacts=artifacts, omitted=omitted)
 
     # ------------------------------------------------------------------ helpers
     def _seal(self, value: str) -> str:
@@ -297,6 +309,9 @@ def open_record(record: Mapping[str, Any], sealer: Sealer | None, task_id: str) 
         return json.loads(text)
 
     return dict(opened(record.get("headers") or "{}")), list(opened(record.get("keys") or "[]"))
+
+
+_GONE = {True: "The delegate no longer has the task.", False: "The delegate's answer was larger than this Runtime reads."}
 
 
 def _context_id(key: str) -> str:

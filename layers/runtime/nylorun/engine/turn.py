@@ -25,6 +25,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from nylorun.domain.behalf import authenticated_subject
 from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
 from nylorun.domain.ids import derive_task_id
@@ -121,8 +122,9 @@ class Turn:
 
     @property
     def subject(self) -> str:
-        """Who the caller acts for (Profile v2): the subject it authenticated as."""
-        return self._record.owner.subject
+        """Who the caller acts for (Profile v2): the subject it authenticated as (for a delegating identity, without
+        the scope of the caller it acts on behalf of: nylorun.domain.behalf)."""
+        return authenticated_subject(self._record.owner.subject)
 
     @property
     def text(self) -> str:
@@ -268,7 +270,7 @@ class Turn:
         person). Sent once: a rerun replays the delegate's answers (engine/delegation.py)."""
         if self._delegation is None:
             raise RuntimeError("this Runtime cannot delegate (no A2A client wired)")
-        step = Delegation(self._delegation, self._replay, self.task_id, self._ask, self.usage)
+        step = Delegation(self._delegation, self._replay, self.task_id, self._ask, self.usage, self._record.owner.subject)
         return step.run(agent_url, message, credentials)
 
     # ------------------------------------------------------------------ usage, artifacts, reply

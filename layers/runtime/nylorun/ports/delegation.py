@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from nylorun.limits import KIB, MAX_ANSWER_BYTES
+
 # What a sealed delegation secret is for (the KMS encryption context names it, as for push credentials): the
 # credentials the turn sends the delegate, and the keys that verify the delegate's signed callbacks.
 DELEGATION = "delegation"
 
+
+# The most of one delegate answer the client reads. Lambda: 6 MB response payload; a Nylorun delegate answers at
+# most MAX_ANSWER_BYTES. A larger answer is not read into memory (`AnswerTooLarge`).
+MAX_READ_BYTES = MAX_ANSWER_BYTES + 1024 * KIB
 
 # Where a delegate's push deliveries for one delegation arrive: + /{task id}/{delegation key}.
 CALLBACK_PATH = "/v1/a2a/delegations"
@@ -34,6 +40,20 @@ class DelegateUnavailable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.code = code
+
+
+class AnswerTooLarge(DelegateUnavailable):
+    """The delegate's answer was larger than the client reads (`MAX_READ_BYTES`)."""
+
+
+class CallbackReplays(Protocol):
+    """Which of a delegate's signed deliveries were taken already (Standard Webhooks `webhook-id`): a replayed one
+    wakes nothing."""
+
+    def first_delivery(self, task_id: str, delivery_id: str, expires_at: int) -> bool:
+        """Remember the delivery for the task until `expires_at` (epoch seconds) in one conditional write; True when
+        it was not remembered already (an expired one counts as not)."""
+        ...
 
 
 class Delegates(Protocol):

@@ -4,13 +4,15 @@ and canceling a delegating task's delegates.
 A callback only wakes the waiting turn: what it says is never used (the turn reads the delegate's task itself,
 with its credentials). It is still checked before it wakes anything, so nobody else can make the Runtime poll:
 the push config's token (keyed by the Runtime's key for this task and delegation), the Standard Webhooks signature
-with the keys the delegate published for this Runtime's subject there, and the task it names.
+with the keys the delegate published for this Runtime's subject there, and the task it names. A delivery taken
+once (its `webhook-id`) wakes nothing again: a captured delivery replayed, or the sender's retry of one.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,8 +23,12 @@ from nylorun.engine.delegation import SEND, WAIT, callback_token, open_record
 from nylorun.engine.replay import opaque_id
 from nylorun.observability import logger, metrics
 from nylorun.ports import JournalEntry, Sealer, StoreError, TaskStore, TurnOrchestrator
-from nylorun.ports.delegation import CallbackRefused, Delegates, DelegateUnavailable
+from nylorun.ports.delegation import CallbackRefused, CallbackReplays, Delegates, DelegateUnavailable
 from nylorun.protocol.models import TaskState
+
+# Standard Webhooks refuses a delivery whose timestamp is more than 5 minutes off (standardwebhooks' tolerance):
+# a delivery id remembered twice that long outlives every replay the signature check lets through.
+REPLAY_WINDOW_SECONDS = 10 * 60
 
 
 class DelegationCallbacks:
@@ -32,7 +38,9 @@ class DelegationCallbacks:
         orchestrator: TurnOrchestrator,
         client: Callable[[], Delegates],
         sealer: Sealer | None,
+        replays: CallbackReplays,
     ) -> None:
+        self._replays = replays
         self._store = store
         self._orchestrator = orchestrator
         self._client = client  # made on first use: most api requests never delegate
@@ -54,6 +62,11 @@ class DelegationCallbacks:
             raise CallbackRefused(401, "signature does not verify")
         if _named_task(body) != sent.result["taskId"]:
             raise CallbackRefused(400, "the delivery is about another task")
+        delivery = headers.get("webhook-id", "")[:128]
+        if not self._replays.first_delivery(task_id, delivery, int(time.time()) + REPLAY_WINDOW_SECONDS):
+            # Answered as taken (204) so a sender's retry stops; it wakes nothing.
+            metrics.add_metric(name="DelegateCallbackReplayed", unit=MetricUnit.Count, value=1)
+            return
         record = self._store.get(task_id)
         if record is None or record.state.terminal:
             # The delegating task ended (canceled) while the delegate works on: cancel it (again: the first try may
@@ -68,7 +81,7 @@ class DelegationCallbacks:
         try:
             # Which delivery woke it (its webhook-id, from the verified headers): an operator can match it to the
             # delegate's delivery log.
-            woken_by = {"woken": "callback", "delivery": headers.get("webhook-id", "")[:128]}
+            woken_by = {"woken": "callback", "delivery": delivery}
             self._store.journal_finish(task_id, wait.seq, woken_by)
         except StoreError:
             return  # the task is gone meanwhile

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nylorun.adapters.dynamodb.deliveries import Deliveries
 from nylorun.adapters.dynamodb.files import FileVersions
 from nylorun.adapters.dynamodb.journal import Journal
 from nylorun.adapters.dynamodb.listing import TaskListing
@@ -26,12 +27,13 @@ from nylorun.domain.ids import derive_task_id, subject_key
 from nylorun.domain.quotas import Quotas
 from nylorun.limits import DEFAULT_MAX_TASK_BYTES, DEFAULT_RETENTION_SECONDS
 from nylorun.ports import OperatorStore, Sealer, TaskStore
+from nylorun.ports.delegation import CallbackReplays
 
 # `derive_task_id` (the task-id rule, nylorun.domain.ids) stays importable here for the tests that use it.
 __all__ = ["DynamoTaskStore", "decode_change", "decode_expiry", "derive_task_id", "subject_key"]
 
 
-class DynamoTaskStore(Turns, TaskWrites, TaskListing, Messages, Journal, PushConfigs, FileVersions, Retention):
+class DynamoTaskStore(Turns, TaskWrites, TaskListing, Messages, Journal, PushConfigs, FileVersions, Retention, Deliveries):
     """The `TaskStore` port on DynamoDB. Raises only domain errors (`nylorun.domain.errors`)."""
 
     def __init__(
@@ -55,3 +57,4 @@ class DynamoTaskStore(Turns, TaskWrites, TaskListing, Messages, Journal, PushCon
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow
     _store: TaskStore = DynamoTaskStore(None, "")
     _operators: OperatorStore = DynamoTaskStore(None, "")
+    _replays: CallbackReplays = DynamoTaskStore(None, "")

@@ -15,6 +15,7 @@ Items (PK / SK):
     JRN#<task>       OP#<seq:05>     the turn journal: effects, interactions, usage, in code order
     JRN#<task>       WAIT#<interaction>  the Step Functions callback token of an open interaction
     JRN#<task>       OPLOG#<at>#<n>  an operator's action on the task (`nylorun admin`): who, what, when
+    JRN#<task>       SEEN#<delivery> a delegate's delivery (webhook-id) taken already: its replay wakes nothing
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
@@ -117,6 +118,10 @@ def operator_action(task_id: str, at: str, nonce: str) -> Key:
 
 def wait_token(task_id: str, interaction_id: str) -> Key:
     return {"PK": journal_pk(task_id), "SK": f"WAIT#{interaction_id}"}
+
+
+def seen_delivery(task_id: str, delivery_id: str) -> Key:
+    return {"PK": journal_pk(task_id), "SK": f"SEEN#{delivery_id}"}
 
 
 def push_pk(task_id: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from nylorun.adapters.memory.deliveries import Deliveries
 from nylorun.adapters.memory.files import FileVersions
 from nylorun.adapters.memory.journal import Journal
 from nylorun.adapters.memory.operators import Operators
@@ -33,11 +34,12 @@ from nylorun.adapters.memory.turns import Turns
 from nylorun.domain.quotas import Quotas
 from nylorun.limits import DEFAULT_MAX_TASK_BYTES, DEFAULT_RETENTION_SECONDS
 from nylorun.ports import ContextQueue, OperatorStore, TaskStore, TurnOrchestrator
+from nylorun.ports.delegation import CallbackReplays
 
 __all__ = ["InMemoryContextQueue", "InMemoryOrchestrator", "InMemoryTaskStore"]
 
 
-class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersions, Retention):
+class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersions, Retention, Deliveries):
     """The `TaskStore` port in one process's memory; thread-safe."""
 
     def __init__(
@@ -59,10 +61,12 @@ class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersi
         self._fan_out = {}
         self._file_heads = {}
         self._file_writes = {}
+        self._seen_deliveries = {}
 
 
 if TYPE_CHECKING:  # `make typecheck` fails here when a port changes and these adapters do not follow
     _store: TaskStore = InMemoryTaskStore()
     _operators: OperatorStore = InMemoryTaskStore()
+    _replays: CallbackReplays = InMemoryTaskStore()
     _orchestrator: TurnOrchestrator = InMemoryOrchestrator()
     _queue: ContextQueue = InMemoryContextQueue()

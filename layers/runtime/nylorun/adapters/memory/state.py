@@ -83,6 +83,7 @@ class State:
     _fan_out: dict[tuple[str, str], str]  # (task, event) -> the id of the last config queued
     _file_heads: dict[tuple[str, str], int]  # (scope, path) -> latest version
     _file_writes: dict[tuple[str, str], int]  # (scope, write key) -> the version it got
+    _seen_deliveries: dict[tuple[str, str], int]  # (task, a delegate's delivery id) -> when it may be forgotten
 
     def _live(self, task_id: str) -> TaskEntry | None:
         """The task, unless it is gone: never stored, removed, or expired (README "Data retention")."""
