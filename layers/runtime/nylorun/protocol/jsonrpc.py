@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -66,7 +66,10 @@ class RequestError(Exception):
         self.request_id = request_id
 
 
-def decode(body: bytes) -> Request:
+def decode(body: bytes, before_method: Callable[[], None] | None = None) -> Request:
+    """`before_method` runs once the envelope (and so the request id) is read and before the method is looked up;
+    the A2AError it raises is the answer. The version check goes there (A2A §3.6.2): a 0.3 client's `message/send`
+    learns that its version is not served, not that its method is unknown."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -89,6 +92,11 @@ def decode(body: bytes) -> Request:
     method = payload.get("method")
     if not isinstance(method, str) or not method:
         raise RequestError(InvalidRequestError("`method` must be a non-empty string"), request_id)
+    if before_method is not None:
+        try:
+            before_method()
+        except A2AError as refused:
+            raise RequestError(refused, request_id) from None
     if method not in METHODS:
         raise RequestError(MethodNotFoundError(f"Method not found: {method[:80]}"), request_id)
     params = payload.get("params", {})
