@@ -413,7 +413,7 @@ def _send_body_of_size(size: int) -> bytes:
 def test_a_body_just_over_the_limit_is_payload_too_large(
     local_runtime: LocalRuntime, echo_url: str, table_items: TableScan
 ) -> None:
-    # Given: a valid send one byte over max_request_bytes (4 MiB by default)
+    # Given: a valid send one byte over max_request_bytes (1 MiB by default)
     assert local_runtime.runtime is not None
     limit = local_runtime.runtime.settings.max_request_bytes
     body = _send_body_of_size(limit + 1)
@@ -463,8 +463,8 @@ def test_a_message_too_big_to_store_is_invalid_params_not_an_internal_error(
 
 
 def test_metadata_too_big_to_store_is_invalid_params(echo_url: str, table_items: TableScan) -> None:
-    # Given: a small message with 1 MiB of request metadata
-    params = {**send_params(), "metadata": {"blob": "x" * (1024 * 1024)}}
+    # Given: a small message with 300 KiB of request metadata (over the 256 KiB one item holds, under the body budget)
+    params = {**send_params(), "metadata": {"blob": "x" * (300 * 1024)}}
     before = settled(table_items)
     # When
     response = post(echo_url, json.dumps(envelope("SendMessage", params)))
