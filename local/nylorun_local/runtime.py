@@ -27,6 +27,7 @@ from nylorun_local.aws import LocalAws, free_port
 from nylorun_local.lambda_shim import function_timeout_ms
 from nylorun_local.logs import AgentErrors, labelled_as
 from nylorun_local.pollers import QueuePoller, StreamPoller
+from nylorun_local.private_file import write_private
 from nylorun_local.push_processes import PushProcesses
 from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions, stream_filters
 from nylorun_local.ttl import TtlSweeper
@@ -290,9 +291,7 @@ def write_state_file(port: int, endpoint: str, env: dict[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     state = {"awsEndpoint": endpoint, "env": {k: env[k] for k in _STATE_KEYS if env.get(k)}}
     # Only this user may read it: it names a moto endpoint that accepts any credentials.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(state, handle)
+    write_private(path, json.dumps(state))
     return path
 
 
