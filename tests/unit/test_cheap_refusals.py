@@ -118,3 +118,17 @@ def test_a_body_under_the_budget_is_still_parsed_and_answered(rt: Runtime, decod
     assert decoded == [len(body)]
     assert response.json()["error"]["code"] == -32602
     assert "message is too large" in response.json()["error"]["message"]
+
+
+def test_a_message_of_60000_bad_parts_is_invalid_params_naming_the_first_ones(rt: Runtime) -> None:
+    # Given a 180 KB SendMessage (under the budget) of about 60,000 empty parts, each one a field violation
+    body = empty_parts_body(180_000)
+    # When it is posted
+    response = TestClient(app_of(rt)).post(f"/v1/a2a/agents/{AGENT}", content=body, headers=A2A)
+    # Then it is -32602 naming the first 20 bad parts and how many there were, not an internal error (-32603)
+    # from an answer that listed all 60,000 and outgrew the 5 MiB limit
+    error = response.json()["error"]
+    assert error["code"] == -32602, error["message"]
+    (bad_request,) = [item for item in error["data"] if item["@type"].endswith("BadRequest")]
+    assert [v["field"] for v in bad_request["fieldViolations"]] == [f"message.parts[{i}]" for i in range(20)]
+    assert f"{body.count(b'{}')} problems in all; the first 20 are listed" in error["message"]

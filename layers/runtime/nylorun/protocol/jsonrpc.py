@@ -156,12 +156,20 @@ def _unfit(value: Any, path: str = "") -> tuple[str, str] | None:
     return next((found for field, item in items if (found := _unfit(item, field)) is not None), None)
 
 
+# The field violations one error names: the first ones. A message of 100,000 bad parts named every one, and the
+# answer outgrew the 5 MiB limit and became an internal error (-32603) instead of -32602.
+MAX_VIOLATIONS = 20
+
+
 def parse_params(model: type[M], params: dict[str, Any]) -> M:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        violations = [(_field_path(err["loc"]), _describe(err)) for err in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        violations = [(_field_path(err["loc"]), _describe(err)) for err in errors[:MAX_VIOLATIONS]]
         summary = "; ".join(f"{field}: {description}" for field, description in violations[:5])
+        if len(errors) > len(violations):
+            summary += f" ({len(errors)} problems in all; the first {len(violations)} are listed)"
         raise InvalidParamsError(f"Invalid params: {summary}", field_violations=violations) from None
 
 
