@@ -24,9 +24,11 @@ from nylorun.wiring import Runtime, build_runtime
 
 from nylorun_local.activity import Activity
 from nylorun_local.aws import LocalAws, free_port
+from nylorun_local.header_deadline import HeaderDeadlineProtocol
 from nylorun_local.lambda_shim import function_timeout_ms
 from nylorun_local.logs import AgentErrors, labelled_as
 from nylorun_local.pollers import QueuePoller, StreamPoller
+from nylorun_local.private_file import write_private
 from nylorun_local.push_processes import PushProcesses
 from nylorun_local.stack import LocalStack, add_environments, create_stack, start_functions, stream_filters
 from nylorun_local.ttl import TtlSweeper
@@ -228,10 +230,7 @@ class LocalRuntime:
     def start_in_thread(self) -> LocalRuntime:
         """For tests: serve on the configured port in a background thread until stop()."""
         self.prepare()
-        config = uvicorn.Config(
-            self._served_app(), host=self.options.host, port=self.options.port, log_level="warning", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn.Server(self._config("warning"))
         self._thread = threading.Thread(target=self._server.run, name="nylorun-api", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 20
@@ -242,10 +241,15 @@ class LocalRuntime:
         return self
 
     def serve_forever(self) -> None:
-        config = uvicorn.Config(
-            self._served_app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
+        uvicorn.Server(self._config("info")).run()
+
+    def _config(self, log_level: str) -> uvicorn.Config:
+        # http=HeaderDeadlineProtocol: a connection that does not finish a request head within a few seconds is
+        # closed (header_deadline.py); uvicorn's own keep-alive timeout does not cover it.
+        return uvicorn.Config(
+            self._served_app(), host=self.options.host, port=self.options.port, log_level=log_level, lifespan="off",
+            http=HeaderDeadlineProtocol,
         )
-        uvicorn.Server(config).run()
 
     def paused(self, logical_id: str) -> AbstractContextManager[None]:
         """Keep the poller that invokes this function (e.g. "PushFunction") from invoking it in the block."""
@@ -292,9 +296,7 @@ def write_state_file(port: int, endpoint: str, env: dict[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     state = {"awsEndpoint": endpoint, "env": {k: env[k] for k in _STATE_KEYS if env.get(k)}}
     # Only this user may read it: it names a moto endpoint that accepts any credentials.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(state, handle)
+    write_private(path, json.dumps(state))
     return path
 
 

@@ -307,20 +307,24 @@ def test_params_that_are_not_an_object_are_invalid_params(echo_url: str, table_i
 
 # ---------------------------------------------------------------------------------------------- headers
 @pytest.mark.parametrize(
-    ("headers", "query"),
+    ("headers", "query", "requested"),
     [
-        pytest.param({"A2A-Version": "0.3"}, "", id="header-0.3"),
-        pytest.param({"A2A-Version": "2.0"}, "", id="header-2.0"),
-        pytest.param({"A2A-Version": "abc"}, "", id="header-garbage"),
-        pytest.param({"A2A-Version": ""}, "", id="header-empty"),
-        pytest.param({}, "", id="missing"),
-        pytest.param({}, "?A2A-Version=0.3", id="query-0.3"),
+        pytest.param({"A2A-Version": "0.3"}, "", "0.3", id="header-0.3"),
+        pytest.param({"A2A-Version": "2.0"}, "", "2.0", id="header-2.0"),
+        pytest.param({"A2A-Version": "1.1"}, "", "1.1", id="header-1.1"),
+        pytest.param({"A2A-Version": "1"}, "", "1", id="header-1"),
+        pytest.param({"A2A-Version": "1.x"}, "", "1.x", id="header-1.x"),
+        pytest.param({"A2A-Version": "abc"}, "", "abc", id="header-garbage"),
+        pytest.param({"A2A-Version": ""}, "", "0.3", id="header-empty"),
+        pytest.param({}, "", "0.3", id="missing"),
+        pytest.param({}, "?A2A-Version=0.3", "0.3", id="query-0.3"),
+        pytest.param({}, "?A2A-Version=1.1", "1.1", id="query-1.1"),
     ],
 )
 def test_unsupported_or_missing_version_is_refused_and_writes_nothing(
-    echo_url: str, table_items: TableScan, headers: dict[str, str], query: str
+    echo_url: str, table_items: TableScan, headers: dict[str, str], query: str, requested: str
 ) -> None:
-    # Given: a valid send, without an acceptable A2A-Version (a missing one counts as 0.3, docs/protocol.md §3.1)
+    # Given: a valid send, without version 1.0 (a missing one counts as 0.3, A2A §3.6.2; the card declares 1.0 only)
     before = settled(table_items)
     # When
     response = post(
@@ -328,9 +332,24 @@ def test_unsupported_or_missing_version_is_refused_and_writes_nothing(
         json.dumps(envelope("SendMessage", send_params())),
         headers={"Authorization": f"Bearer {ALICE}", **headers},
     )
-    # Then
+    # Then: -32009 naming what was asked and what is served, and nothing written
     error = assert_error(response, -32009, request_id="req-1")
     assert "1.0" in error["message"]  # it says what to send
+    assert error["data"][0]["metadata"] == {"supportedVersions": "1.0", "requestedVersion": requested}
+    assert snapshot(table_items) == before
+
+
+@pytest.mark.parametrize("method", ["message/send", "tasks/get", "NoSuchMethod"])
+def test_a_0_3_client_learns_its_version_is_not_served_before_its_method_is_looked_up(
+    echo_url: str, table_items: TableScan, method: str
+) -> None:
+    # Given: what an A2A 0.3 client sends: a 0.3 method name and no A2A-Version header
+    before = settled(table_items)
+    # When
+    response = post(echo_url, json.dumps(envelope(method, send_params())), headers={"Authorization": f"Bearer {ALICE}"})
+    # Then: the version error (-32009, with the versions served), not "method not found" (-32601)
+    error = assert_error(response, -32009, request_id="req-1")
+    assert error["data"][0]["metadata"]["supportedVersions"] == "1.0"
     assert snapshot(table_items) == before
 
 
@@ -338,11 +357,12 @@ def test_unsupported_or_missing_version_is_refused_and_writes_nothing(
     ("headers", "query"),
     [
         pytest.param({"A2A-Version": "1.0"}, "", id="header-1.0"),
-        pytest.param({"A2A-Version": "1.1"}, "", id="header-1.1"),
+        pytest.param({"A2A-Version": "1.0.0"}, "", id="header-1.0-patch"),
         pytest.param({}, "?A2A-Version=1.0", id="query-1.0"),
     ],
 )
-def test_any_1_x_version_is_accepted(echo_url: str, headers: dict[str, str], query: str) -> None:
+def test_version_1_0_is_served(echo_url: str, headers: dict[str, str], query: str) -> None:
+    # Given: version 1.0, as a header or the query parameter (A2A §3.6: a patch number is not negotiated)
     # When
     response = post(
         echo_url + query,
@@ -393,7 +413,7 @@ def _send_body_of_size(size: int) -> bytes:
 def test_a_body_just_over_the_limit_is_payload_too_large(
     local_runtime: LocalRuntime, echo_url: str, table_items: TableScan
 ) -> None:
-    # Given: a valid send one byte over max_request_bytes (4 MiB by default)
+    # Given: a valid send one byte over max_request_bytes (1 MiB by default)
     assert local_runtime.runtime is not None
     limit = local_runtime.runtime.settings.max_request_bytes
     body = _send_body_of_size(limit + 1)
@@ -443,8 +463,8 @@ def test_a_message_too_big_to_store_is_invalid_params_not_an_internal_error(
 
 
 def test_metadata_too_big_to_store_is_invalid_params(echo_url: str, table_items: TableScan) -> None:
-    # Given: a small message with 1 MiB of request metadata
-    params = {**send_params(), "metadata": {"blob": "x" * (1024 * 1024)}}
+    # Given: a small message with 300 KiB of request metadata (over the 256 KiB one item holds, under the body budget)
+    params = {**send_params(), "metadata": {"blob": "x" * (300 * 1024)}}
     before = settled(table_items)
     # When
     response = post(echo_url, json.dumps(envelope("SendMessage", params)))

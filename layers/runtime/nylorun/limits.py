@@ -26,6 +26,10 @@ from nylorun.protocol.models import Artifact, Message, Task, TaskStatus
 KIB = 1024
 # DynamoDB: 400 KB an item. One message, one artifact, a task's metadata: each at most this much JSON.
 MAX_STORED_JSON_BYTES = 256 * KIB
+# What one JSON-RPC request body may hold: a message and its request metadata (MAX_STORED_JSON_BYTES of JSON each,
+# the most SendMessage keeps) with as much again for the rest of the request, spacing and escapes. A larger body
+# could never be accepted, so it is refused from its length, before any of it is parsed (README "Limits").
+MAX_REQUEST_BYTES = 4 * MAX_STORED_JSON_BYTES
 # An open interaction is kept on the task item beside the status message that also shows it.
 MAX_INTERACTION_BYTES = 64 * KIB
 DEFAULT_MAX_TASK_BYTES = 4 * 1024 * KIB

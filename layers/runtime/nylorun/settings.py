@@ -15,6 +15,7 @@ from nylorun.limits import (
     CALLER_HEADROOM,
     DEFAULT_MAX_TASK_BYTES,
     DEFAULT_RETENTION_SECONDS,
+    MAX_REQUEST_BYTES,
     MAX_STORED_JSON_BYTES,
 )
 from nylorun.observability import logger
@@ -101,8 +102,9 @@ class Settings(BaseModel):
     # same overall deadline as a push delivery (`push_timeout_seconds`: connect + send + read).
     max_url_parts: int = Field(default=20, ge=0)
     max_url_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
-    # Under Lambda's 6 MB synchronous payload limit once API Gateway wraps the body.
-    max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    # A request body (nylorun.limits.MAX_REQUEST_BYTES: 1 MiB), refused from its length before it is parsed. Raising
+    # it admits nothing more (a message and its metadata are capped as stored) and only makes refusals dearer.
+    max_request_bytes: int = Field(default=MAX_REQUEST_BYTES, ge=1024)
     # What one task's history and artifacts may hold (nylorun.limits): at least one largest message and the
     # room kept for the agent; at most 4 MiB, so a whole task with its status and metadata is one answer
     # under 5 MiB (Lambda: 6 MB response payload).

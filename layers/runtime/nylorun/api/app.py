@@ -43,7 +43,6 @@ from nylorun.protocol.errors import (
     InternalError,
     InvalidRequestError,
     UnsupportedOperationError,
-    VersionNotSupportedError,
 )
 from nylorun.protocol.models import (
     CancelTaskRequest,
@@ -54,6 +53,7 @@ from nylorun.protocol.models import (
     SendMessageRequest,
     TaskIdRequest,
 )
+from nylorun.protocol.versions import VERSION_HEADER, check_version
 from nylorun.service.a2a import A2AService, Caller
 from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
@@ -62,7 +62,6 @@ if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2
     from nylorun.service.delegation import DelegationCallbacks
 
 EXTENSIONS_HEADER = "A2A-Extensions"
-VERSION_HEADER = "A2A-Version"
 JSON_RPC_CONTENT = "application/json"
 # Issue 15: where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them).
 PUSH_SIGNING_PATH = "/v1/a2a/push-signing-secrets"
@@ -92,24 +91,6 @@ ROUTES: dict[str, Handler] = {
 
 # The JSON-RPC route's path, both spellings: what Route(A2A_PATH + "/{agent_name}[/]") matches.
 _RPC_PATH = re.compile(re.escape(A2A_PATH) + "/([^/]+)/?")
-
-
-def check_version(header: str | None, query: str | None) -> None:
-    """docs/protocol.md §3.1: `Major.Minor`; any 1.x is accepted, header or `?A2A-Version=` query parameter.
-
-    Decision: a missing version is treated as 0.3, as A2A 1.0 says (docs/protocol.md §3.1), so it is rejected with -32009
-    and a message saying what to send. Being strict keeps the MUST and tells a bare curl user exactly what
-    to add; the a2a-sdk and the TCK always send the header.
-    """
-    value = (header or query or "").strip()
-    if not value:
-        raise VersionNotSupportedError(
-            "A2A version '0.3' is not supported (no A2A-Version header was sent). "
-            "This Runtime speaks A2A 1.0: send the header 'A2A-Version: 1.0'."
-        )
-    major, _, _minor = value.partition(".")
-    if major != "1":
-        raise VersionNotSupportedError(f"A2A version '{value[:16]}' is not supported. Expected '1.0'.")
 
 
 def create_app(
@@ -313,21 +294,18 @@ def _dispatch(
     service: A2AService, caller: Caller, body: bytes, version: tuple[str | None, str | None]
 ) -> dict[str, Any]:
     try:
-        request = jsonrpc.decode(body)
+        request = jsonrpc.decode(body, before_method=lambda: check_version(*version))
     except jsonrpc.RequestError as exc:
         count_rpc(UNREAD_METHOD, failed=True)
         return jsonrpc.failure(exc.request_id, exc.error)
     logger.append_keys(rpc_method=request.method, agent=caller.agent)
-    answer = _call(service, caller, request, version)
+    answer = _call(service, caller, request)
     count_rpc(request.method, failed="error" in answer)  # decode admits only jsonrpc.METHODS
     return answer
 
 
-def _call(
-    service: A2AService, caller: Caller, request: jsonrpc.Request, version: tuple[str | None, str | None]
-) -> dict[str, Any]:
+def _call(service: A2AService, caller: Caller, request: jsonrpc.Request) -> dict[str, Any]:
     try:
-        check_version(*version)
         handler = ROUTES.get(request.method)
         if handler is None:
             if request.method in ("SendStreamingMessage", "SubscribeToTask"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -66,7 +66,10 @@ class RequestError(Exception):
         self.request_id = request_id
 
 
-def decode(body: bytes) -> Request:
+def decode(body: bytes, before_method: Callable[[], None] | None = None) -> Request:
+    """`before_method` runs once the envelope (and so the request id) is read and before the method is looked up;
+    the A2AError it raises is the answer. The version check goes there (A2A §3.6.2): a 0.3 client's `message/send`
+    learns that its version is not served, not that its method is unknown."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -89,6 +92,11 @@ def decode(body: bytes) -> Request:
     method = payload.get("method")
     if not isinstance(method, str) or not method:
         raise RequestError(InvalidRequestError("`method` must be a non-empty string"), request_id)
+    if before_method is not None:
+        try:
+            before_method()
+        except A2AError as refused:
+            raise RequestError(refused, request_id) from None
     if method not in METHODS:
         raise RequestError(MethodNotFoundError(f"Method not found: {method[:80]}"), request_id)
     params = payload.get("params", {})
@@ -148,12 +156,20 @@ def _unfit(value: Any, path: str = "") -> tuple[str, str] | None:
     return next((found for field, item in items if (found := _unfit(item, field)) is not None), None)
 
 
+# The field violations one error names: the first ones. A message of 100,000 bad parts named every one, and the
+# answer outgrew the 5 MiB limit and became an internal error (-32603) instead of -32602.
+MAX_VIOLATIONS = 20
+
+
 def parse_params(model: type[M], params: dict[str, Any]) -> M:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        violations = [(_field_path(err["loc"]), _describe(err)) for err in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        violations = [(_field_path(err["loc"]), _describe(err)) for err in errors[:MAX_VIOLATIONS]]
         summary = "; ".join(f"{field}: {description}" for field, description in violations[:5])
+        if len(errors) > len(violations):
+            summary += f" ({len(errors)} problems in all; the first {len(violations)} are listed)"
         raise InvalidParamsError(f"Invalid params: {summary}", field_violations=violations) from None
 
 

@@ -21,7 +21,7 @@ from nylorun.service.a2a.replies import Replies
 from nylorun.service.answers import answer_value, answers_open, read_reply_answer, refuse_closed
 
 # A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB (MAX_STORED_JSON_BYTES); a
-# request body may be up to `max_request_bytes` (4 MiB). Larger content travels as `url` parts (files/v1).
+# request body may be up to `max_request_bytes` (1 MiB). Larger content travels as `url` parts (files/v1).
 
 
 class Messages(InboundFiles, Replies, PushConfigs):
