@@ -175,11 +175,10 @@ def create_stack(aws: LocalAws, prefix: str = "nylorun-local") -> LocalStack:
         )
         names[logical_id] = name
 
-    # DefinitionSubstitutions: each `!GetAtt X.Arn` becomes the local ARN of X.
+    # DefinitionSubstitutions: each `!GetAtt X.Arn` becomes the local ARN of X, `!Ref AWS::Partition` moto's "aws".
     subs: dict[str, str] = {}
     for key, value in template.properties("TurnStateMachine")["DefinitionSubstitutions"].items():
-        target = value["Fn::GetAtt"][0]
-        subs[key] = _function_arn(names[target])
+        subs[key] = "aws" if value == {"Ref": "AWS::Partition"} else _function_arn(names[value["Fn::GetAtt"][0]])
     machine = aws.client("stepfunctions").create_state_machine(
         name=f"{prefix}-turn", definition=definition("TurnStateMachine", subs), roleArn=role, type="STANDARD"
     )

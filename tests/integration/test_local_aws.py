@@ -208,10 +208,11 @@ def test_the_state_machine_moto_runs_is_the_repository_file(local_runtime: Local
     # When its definition is compared with statemachines/turn.asl.json
     deployed = json.loads(described["definition"])
     source = json.loads(Path(REPO_ROOT / "statemachines/turn.asl.json").read_text())
-    # Then they are the same machine, with the placeholder replaced by the local turn function's ARN
+    # Then they are the same machine, with the placeholders replaced by the local turn function's ARN and partition
     arn = deployed["States"]["RunTurn"]["Parameters"]["FunctionName"]
     assert arn.endswith(":function:" + local_runtime.stack.function_names["TurnFunction"])
-    assert json.loads(json.dumps(source).replace("${TurnFunctionArn}", arn)) == deployed
+    text = json.dumps(source).replace("${TurnFunctionArn}", arn).replace("${Partition}", "aws")
+    assert json.loads(text) == deployed
 
 
 def test_a_long_poll_on_one_queue_does_not_hold_up_receives_on_another(local_runtime: LocalRuntime) -> None:

@@ -6,10 +6,12 @@ placeholder S3 URIs, as `sam validate` does) and runs iam_policy.transformed_pro
 transformed_action_problems (each role's actions against ALLOWED_ACTIONS) on the result.
 
     .venv-sam/bin/python tests/static/sam_iam_check.py [template.yaml]
+    .venv-sam/bin/python tests/static/sam_iam_check.py --transformed [template.yaml]   # prints it as JSON
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -43,8 +45,14 @@ def transformed(path: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "template.yaml")
+    args = sys.argv[1:]
+    dump = args[:1] == ["--transformed"]
+    rest = args[1:] if dump else args
+    path = Path(rest[0] if rest else "template.yaml")
     cfn = transformed(path)
+    if dump:  # for the static tests, which run in the project's venv (no SAM translator there)
+        print(json.dumps(cfn))
+        return 0
     roles = {k: v for k, v in cfn["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
     problems = transformed_problems(cfn) + transformed_action_problems(cfn)
     for problem in problems:

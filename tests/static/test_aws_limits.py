@@ -18,6 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from concurrency import (
+    DEFAULT_ACCOUNT_CONCURRENCY,
+    LAMBDA_QUOTAS,
+    LAMBDA_RESERVED,
+    UNRESERVED_MINIMUM,
+    api_load_problems,
+    api_peak,
+    reservation_problems,
+)
 from nylorun_local import template
 
 Problems = list[str]
@@ -179,14 +188,11 @@ def name_problems(
 
 
 # ---------------------------------------------------------------- the limits, by resource type
-LAMBDA_QUOTAS = "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
 LAMBDA_CREATE = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html"
 ESM_API = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html"
 # "You can reserve up to the Unreserved account concurrency value ... minus 100": of the default quota of 1,000
-# concurrent executions (LAMBDA_QUOTAS), at most 900 may be reserved. An account with a raised quota may reserve
-# more; this check keeps the template deployable on the default.
-LAMBDA_RESERVED = "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html"
-DEFAULT_ACCOUNT_CONCURRENCY, UNRESERVED_MINIMUM = 1000, 100
+# concurrent executions (LAMBDA_QUOTAS), at most 900 may be reserved, by all functions together and only when asked
+# (concurrency.py: none by default). An account with a raised quota may reserve more by editing the maxima.
 SQS_API = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html"
 SQS_QUOTAS = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html"
 SQS_DLQ = (
@@ -288,6 +294,10 @@ def function_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Pr
             )
         elif kind == "HttpApi":
             problems += in_range(ev, "TimeoutInMillis", 50, 30000, HTTP_API_QUOTAS, tpl, where)
+            # A route's own throttling (SAM puts it in the stage's RouteSettings): within the account's, as the stage's.
+            route = ev.get("RouteSettings", {})
+            problems += in_range(route, "ThrottlingBurstLimit", 0, 5000, HTTP_API_QUOTAS, tpl, where)
+            problems += in_range(route, "ThrottlingRateLimit", 0, 10000, HTTP_API_QUOTAS, tpl, where)
         elif kind == "ScheduleV2":
             # SAM names the schedule after the event ("SweepFunctionDaily") unless OmitName: the same in every stack.
             if ev.get("OmitName") is not True:
@@ -546,6 +556,8 @@ CHECKS: dict[str, Callable[[str, dict[str, Any], dict[str, Any]], Problems]] = {
     # Policies set no value AWS bounds here (their statements are checked by test_least_privilege.py).
     "AWS::SQS::QueuePolicy": _nothing,
     "AWS::S3::BucketPolicy": _nothing,
+    # One statement of the function's resource-based policy, whose 20 KB (LAMBDA_QUOTAS) holds dozens of them.
+    "AWS::Lambda::Permission": _nothing,
 }
 
 
@@ -587,6 +599,9 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
         problems.append(
             f"A2aWaitMs MaxValue {wait} does not end before ApiFunction's Timeout ({LAMBDA_QUOTAS})"
         )
+    # A first deploy works in any account: nothing reserved by default, and the api function's peak at the defaults
+    # (stage throttling x blocking wait) within a default account (concurrency.py).
+    problems += reservation_problems(tpl) + api_load_problems(tpl)
     # DelegationPollSeconds (issue 19) is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
     # whole number of seconds, at most an execution's year (SFN_QUOTAS).
     poll = params["DelegationPollSeconds"]
@@ -631,6 +646,25 @@ def test_every_value_the_template_sets_is_within_aws_limits() -> None:
     assert problems == []
 
 
+def test_a_first_deploy_reserves_no_concurrency_and_may_reserve_within_a_default_account() -> None:
+    # Given the template's reservations as a first deploy makes them (the parameters' defaults) and at their most
+    tpl = real_template()
+    # When the Lambda arithmetic is checked (reservations + 100 unreserved <= the account's quota)
+    problems = reservation_problems(tpl)
+    # Then no function reserves anything by default, so an account with any quota (10, say) can create them all
+    assert problems == []
+    assert tpl["Parameters"]["TurnReservedConcurrency"]["Default"] == 0
+
+
+def test_the_api_function_s_peak_at_the_defaults_fits_a_default_account() -> None:
+    # Given the stage's throttling, the unauthenticated routes' own limits and the blocking wait, at their defaults
+    tpl = real_template()
+    # When the api function's most instances at once are added up, route by route (burst + rate x time held)
+    # Then they fit its share of a default account's 1,000, with room left for turns, pushes and dispatch
+    assert api_load_problems(tpl) == []
+    assert api_peak(tpl) + UNRESERVED_MINIMUM <= DEFAULT_ACCOUNT_CONCURRENCY
+
+
 def test_the_turn_state_machine_name_fits_any_stack_name() -> None:
     # Given the state machine's name as AWS would see it under a 128-character stack name
     tpl = real_template()
@@ -672,6 +706,11 @@ BROKEN_VALUES = [
     pytest.param(R + "PublishFunction.Properties.Events.Changes.Properties.MaximumRetryAttempts", 10001, "MaximumRetryAttempts 10001 is outside -1-10000", id="stream retries 10001"),
     pytest.param(R + "PublishFunction.Properties.Events.Changes.Properties.BatchSize", 10001, "Changes.BatchSize 10001 is outside 1-10000", id="stream batch 10001"),
     pytest.param(R + "PublishFunction.Properties.Events.Changes.Properties.MaximumRecordAgeInSeconds", 30, "MaximumRecordAgeInSeconds 30 is not -1 or 60-604800", id="stream record age 30"),
+    pytest.param(R + "ApiFunction.Properties.Events.Card.Properties.RouteSettings.ThrottlingBurstLimit", 6000, "Card.ThrottlingBurstLimit 6000 is outside 0-5000", id="route burst 6000"),
+    pytest.param(R + "TurnFunction.Properties.ReservedConcurrentExecutions", 100, "TurnFunction reserves 100 by default", id="a reservation by default"),
+    pytest.param(R + "PushFunction.Properties.ReservedConcurrentExecutions", {"Ref": "TurnReservedConcurrency"}, "reservations may reach 1800", id="reservations over a default account"),
+    pytest.param("Parameters.A2aWaitMs.Default", 25000, "the api function may run 1540 instances at once", id="blocking wait of 25 s at the default rate"),
+    pytest.param(R + "ApiFunction.Properties.Events.Card.Properties.RouteSettings", {}, "Card 50 + 50 x 1 s", id="card route on the stage's limits"),
     pytest.param(R + "ApiFunction.Properties.Events.Rpc.Properties.TimeoutInMillis", 31000, "Rpc.TimeoutInMillis 31000 is outside 50-30000", id="integration timeout 31000"),
     pytest.param(R + "SweepFunction.Properties.Events.Daily.Properties.OmitName", False, "Daily.Name 'SweepFunctionDaily' is the same in every stack", id="schedule without OmitName"),
     pytest.param(R + "SweepFunction.Properties.Events.Daily.Type", "Schedule", "no limits known for event type Schedule", id="unknown event type"),

@@ -1,6 +1,7 @@
 """Retention in the template (README "Data retention"): the sweep's stream mapping takes DynamoDB's TTL removals of
-expired tasks and nothing else, and the files bucket's lifecycle never deletes a file before its task expires
-(by the margin the README states), for every RetentionDays a deployment may choose."""
+expired tasks and nothing else, the publish function's only writes, the files bucket's lifecycle never deletes a
+file before its task expires (by the margin the README states), for every RetentionDays a deployment may choose, and
+the keys the table's items need outlive the stack as the table does."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from nylorun.settings import Settings
 from nylorun_local import template
 
 MARGIN_DAYS = 30  # README "Data retention": a file outlives its task by this margin
-SAMPLE = json.loads((Path(__file__).parents[2] / "events" / "sweep-ttl-removal.json").read_text())["Records"][0]
+EVENTS = Path(__file__).parents[2] / "events"
+SAMPLE = json.loads((EVENTS / "sweep-ttl-removal.json").read_text())["Records"][0]
+PUBLISHED = json.loads((EVENTS / "publish-dynamodb-stream.json").read_text())["Records"][0]  # a status change
 
 
 def real_template() -> dict[str, Any]:
@@ -48,8 +51,8 @@ def retention_problems(tpl: dict[str, Any]) -> list[str]:
     return problems
 
 
-def sweep_patterns(tpl: dict[str, Any]) -> list[EventPattern]:
-    events = tpl["Resources"]["SweepFunction"]["Properties"]["Events"]
+def stream_patterns(tpl: dict[str, Any], function: str = "SweepFunction") -> list[EventPattern]:
+    events = tpl["Resources"][function]["Properties"]["Events"]
     return [EventPattern.load(f["Pattern"]) for e in events.values() if e["Type"] == "DynamoDB"
             for f in e["Properties"]["FilterCriteria"]["Filters"]]
 
@@ -100,4 +103,70 @@ def test_the_sweep_takes_only_ttl_removals_of_expired_tasks(case: str) -> None:
     edit(record)
     # Then the sweep's stream mapping (its FilterCriteria, as Lambda applies them) takes it only if it is TTL's
     # removal of an expired task item
-    assert any(p.matches_event(record) for p in sweep_patterns(real_template())) is taken
+    assert any(p.matches_event(record) for p in stream_patterns(real_template())) is taken
+
+
+def _artifact(record: dict[str, Any]) -> None:
+    record.update(eventName="INSERT")
+    record["dynamodb"]["Keys"]["SK"] = record["dynamodb"]["NewImage"]["SK"] = {"S": "ART#a1"}
+
+
+def _removed(record: dict[str, Any]) -> None:
+    record.update(eventName="REMOVE")
+    record["dynamodb"]["OldImage"] = record["dynamodb"].pop("NewImage")
+
+
+PUBLISH_RECORDS = {
+    "a task's status change": (lambda r: None, True),
+    "a new task": (lambda r: r.update(eventName="INSERT"), True),
+    "an artifact written": (_artifact, True),
+    "TTL removing an expired task item": (lambda r: r.clear() or r.update(copy.deepcopy(SAMPLE)), False),
+    "the sweep removing a task item": (_removed, False),
+    "the sweep removing an artifact": (lambda r: _artifact(r) or _removed(r), False),
+}
+
+
+@pytest.mark.parametrize("case", list(PUBLISH_RECORDS))
+def test_the_publish_function_takes_only_writes_of_tasks_and_artifacts(case: str) -> None:
+    # Given a stream record
+    edit, taken = PUBLISH_RECORDS[case]
+    record = copy.deepcopy(PUBLISHED)
+    edit(record)
+    # Then the publish function's mapping takes it only if it writes a task or an artifact: a removal is no A2A event
+    # (the code drops it), so Lambda drops it uninvoked rather than bill an invocation for it
+    assert any(p.matches_event(record) for p in stream_patterns(real_template(), "PublishFunction")) is taken
+
+
+# The keys whose output the table keeps: push credentials and callback tokens sealed with the KMS key, subjects keyed
+# with the Runtime's key. Deleted with the stack while the table is retained, those items can never be read again
+# (a KMS key is gone for good after its 7-30 day waiting period:
+# https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html).
+TABLE_KEYS = ("NYLORUN_KMS_KEY", "NYLORUN_RUNTIME_KEY_ARN")
+
+
+def kept_key_problems(tpl: dict[str, Any]) -> list[str]:
+    env, resources = tpl["Globals"]["Function"]["Environment"]["Variables"], tpl["Resources"]
+    table = resources["TasksTable"]
+    problems = []
+    for variable in TABLE_KEYS:
+        node = env[variable]
+        name = node["Fn::GetAtt"][0] if "Fn::GetAtt" in node else node["Ref"]
+        for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+            if table.get(policy) == "Retain" and resources[name].get(policy) != "Retain":
+                problems.append(f"{name} ({variable}): {policy} is not Retain, as TasksTable's is")
+    return problems
+
+
+def test_the_keys_the_table_s_items_need_are_retained_with_the_table() -> None:
+    # Given the template, whose table outlives the stack
+    # Then so do the keys that seal and key its items
+    assert kept_key_problems(real_template()) == []
+
+
+@pytest.mark.parametrize("policy", ["DeletionPolicy", "UpdateReplacePolicy"])
+def test_the_kept_key_check_fails_on_a_key_deleted_with_the_stack(policy: str) -> None:
+    # Given a copy whose KMS key goes with the stack (or with a replacement)
+    tpl = real_template()
+    del tpl["Resources"]["StackKey"][policy]
+    # Then it is named
+    assert kept_key_problems(tpl) == [f"StackKey (NYLORUN_KMS_KEY): {policy} is not Retain, as TasksTable's is"]

@@ -25,6 +25,8 @@ from nylorun_local.runtime import LocalRuntime
 ROOT = Path(__file__).resolve().parents[2]
 DUMMY_ARN = "arn:aws:lambda:us-east-1:123456789012:function:static-check-dummy"
 PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
+FIXED_PARTITION = re.compile(r"arn:aws:[^\"]*")
+ASL_SUBSTITUTIONS = {"TurnFunctionArn", "Partition"}
 PSEUDO = {
     "AWS::AccountId", "AWS::NoValue", "AWS::NotificationARNs", "AWS::Partition",
     "AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix",
@@ -151,7 +153,8 @@ def graph_problems(machine: dict[str, Any], where: str = "") -> list[str]:
 
 
 def asl_problems(text: str, substitutions: set[str]) -> list[str]:
-    """Placeholders == DefinitionSubstitutions keys; moto's ASL parser accepts it; JSONPath only; sound graph."""
+    """Placeholders == DefinitionSubstitutions keys; no ARN names a partition itself; moto's ASL parser accepts it;
+    JSONPath only; sound graph."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
@@ -165,7 +168,11 @@ def asl_problems(text: str, substitutions: set[str]) -> list[str]:
         problems.append(
             f"DefinitionSubstitutions the file never uses: {sorted(substitutions - placeholders)}"
         )
-    concrete = PLACEHOLDER.sub(DUMMY_ARN, text)
+    # A service integration's ARN takes the stack's partition (aws-cn, aws-us-gov: "arn:aws:" fails there), so the
+    # file writes `arn:${Partition}:` and the template substitutes AWS::Partition
+    # (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html).
+    problems += [f"{arn!r} names the partition aws itself" for arn in sorted(set(FIXED_PARTITION.findall(text)))]
+    concrete = PLACEHOLDER.sub(lambda m: "aws" if m.group(1) == "Partition" else DUMMY_ARN, text)
     # moto 5.2.5 keeps the parser's query-language scope stack on the Preprocessor *class*, and a parse that
     # fails mid-way never pops its scope: one rejected JSONata machine would make every later execution in
     # this process (the session's moto server) fail to parse. Put the stack back as it was.
@@ -313,6 +320,10 @@ BROKEN_ASL = {
     "JSONata": (lambda m: m.update(QueryLanguage="JSONata"), "QueryLanguage JSONata"),
     "Assign": (lambda m: m["States"]["RunTurn"].update(Assign={"x": 1}), "Assign / variables"),
     "grammar error": (lambda m: m["States"]["Done"].update(Type="Succed"), "moto's ASL parser rejects it"),
+    "fixed partition": (
+        lambda m: m["States"]["RunTurn"].update(Resource="arn:aws:states:::lambda:invoke"),
+        "'arn:aws:states:::lambda:invoke' names the partition aws itself",
+    ),
 }
 
 
@@ -322,7 +333,7 @@ def test_asl_checks_fail_on_a_broken_state_machine(case: str) -> None:
     edit, expected = BROKEN_ASL[case]
     text = _asl_edit(edit)
     # When the same check the real file passes runs on it
-    problems = asl_problems(text, {"TurnFunctionArn"})
+    problems = asl_problems(text, ASL_SUBSTITUTIONS)
     # Then it reports that fault
     assert any(expected in p for p in problems), problems
 
@@ -333,7 +344,7 @@ def test_a_rejected_state_machine_leaves_moto_able_to_parse_the_next(local_runti
         "moto's ASL parser rejects it" in p for p in asl_problems(_asl_edit(BROKEN_ASL["JSONata"][0]), set())
     )
     # When the real machine is checked, and moto's Step Functions starts a turn of it
-    problems = asl_problems(_asl_text(), {"TurnFunctionArn"})
+    problems = asl_problems(_asl_text(), ASL_SUBSTITUTIONS)
     assert local_runtime.stack is not None
     sfn = local_runtime.aws.client("stepfunctions")
     arn = sfn.start_execution(
@@ -354,7 +365,7 @@ def test_a_rejected_state_machine_leaves_moto_able_to_parse_the_next(local_runti
 def test_asl_check_fails_when_placeholders_and_substitutions_disagree() -> None:
     # Given the real ASL, checked against substitutions that miss its placeholder and add an unused one
     # When checked
-    problems = asl_problems(_asl_text(), {"PushFunctionArn"})
+    problems = asl_problems(_asl_text(), {"PushFunctionArn", "Partition"})
     # Then both directions are reported
     assert any("without a DefinitionSubstitution: ['TurnFunctionArn']" in p for p in problems), problems
     assert any("never uses: ['PushFunctionArn']" in p for p in problems), problems
@@ -486,9 +497,10 @@ def test_cfn_lint_fails_a_broken_copy(run: str, expected: str, cfn_lint_runs: di
 
 # ---------------------------------------------------------------- a throttled turn waits (issue 15, quotas)
 THROTTLED = "Lambda.TooManyRequestsException"
-# The turn function has reserved concurrency (template.yaml TurnReservedConcurrency): past it, Lambda throttles, and a
-# burst of turns must wait for room rather than fail. Five minutes is long enough for 300-second turns to end.
+# Past the account's Lambda concurrency (or the turn function's opt-in reservation, TurnReservedConcurrency), Lambda
+# throttles, and a burst of turns must wait for room rather than fail. Five minutes is long enough for 300-second turns to end.
 THROTTLE_WAIT_SECONDS = 300
+LAMBDA_INVOKE = re.compile(r"arn:[^:]+:states:::lambda:invoke")
 
 
 def throttle_problems(machine: dict[str, Any]) -> list[str]:
@@ -496,7 +508,7 @@ def throttle_problems(machine: dict[str, Any]) -> list[str]:
     THROTTLE_WAIT_SECONDS in all."""
     problems = []
     for name, state in machine["States"].items():
-        if not str(state.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke"):
+        if not LAMBDA_INVOKE.match(str(state.get("Resource", ""))):
             continue
         retrier = next(
             (r for r in state.get("Retry", []) if {THROTTLED, "States.ALL"} & set(r["ErrorEquals"])), None
