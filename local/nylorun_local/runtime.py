@@ -11,6 +11,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,9 +240,10 @@ class LocalRuntime:
             time.sleep(0.02)
         return self
 
-    def serve_forever(self) -> None:
+    def serve_forever(self, wrap: Callable[[Any], Any] = lambda app: app) -> None:
+        """`wrap` adds to the api app what only `nylorun serve` serves (the console)."""
         config = uvicorn.Config(
-            self._served_app(), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
+            wrap(self._served_app()), host=self.options.host, port=self.options.port, log_level="info", lifespan="off"
         )
         uvicorn.Server(config).run()
 
