@@ -8,14 +8,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import html_agent
 import pytest
+from chromium import browser, served
+from conftest import ALICE, held_agent
+from core_agent import QUESTION, core_app
 from nylorun_client.console import console_app
 from nylorun_local.runtime import LocalRuntime
-
-from conftest import ALICE, held_agent
-import html_agent
-from chromium import browser, served
-from core_agent import QUESTION, core_app
 
 pytestmark = pytest.mark.e2e
 KEY = "test-console-key"

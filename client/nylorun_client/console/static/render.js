@@ -12,11 +12,17 @@ export function checks(card, list) {
   box.replaceChildren(
     el("h2", { text: `${card.name || "(no name)"} ${card.version ? "v" + card.version : ""}` }),
     el("p", { text: card.description || "" }),
-    el("ul", { class: "checks" }, ...list.map((check) => el("li", { class: `check ${check.status}` },
+    el("details", { class: "card-checks" }, el("summary", { text: summary(list) }),
+      el("ul", { class: "checks" }, ...list.map((check) => el("li", { class: `check ${check.status}` },
       el("strong", { text: `${check.status === "pass" ? "✓" : check.status === "warn" ? "!" : "✗"} ${check.name}` }),
-      el("span", { text: ` — ${check.lookedAt}` })))),
+      el("span", { text: ` — ${check.lookedAt}` }))))),
   );
   box.hidden = false;
+}
+
+function summary(list) {
+  const count = (status) => list.filter((check) => check.status === status).length;
+  return `Card checks against A2A 1.0 and Profile v2: ${count("pass")} pass, ${count("warn")} warn, ${count("fail")} fail`;
 }
 
 export function component(item) {
