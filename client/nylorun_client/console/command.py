@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import socket
 from typing import Any
 
 from nylorun_client.safe import clean
@@ -22,26 +23,22 @@ def _console(args: argparse.Namespace) -> int:
 
     key = secrets.token_urlsafe(24)
     app = console_app(key, agents=list(args.agents))
-    config = uvicorn.Config(app, host=HOST, port=args.port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    server.config.setup_event_loop()
-
-    async def announce_and_serve() -> None:
-        await server.startup()
-        if not server.started:
-            return
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(clean(f"Nylorun console: http://{HOST}:{port}/?k={key}"), flush=True)
-        print("  open it in your browser; the key in it is this run's (^C stops the console)", flush=True)
-        await server.main_loop()
-        await server.shutdown()
-
-    import asyncio
-
+    # The socket is bound first, so the URL printed names the port in use (--port 0: any free one).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        asyncio.run(announce_and_serve())
-    except KeyboardInterrupt:
+        sock.bind((HOST, args.port))
+    except OSError as exc:
+        print(f"nylorun console: cannot listen on {HOST}:{args.port}: {exc.strerror}")
+        return 2
+    port = sock.getsockname()[1]
+    print(clean(f"Nylorun console: http://{HOST}:{port}/?k={key}"), flush=True)
+    print("  open it in your browser; the key in it is this run's (^C stops the console)", flush=True)
+    try:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off")).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down, then raises the ^C it caught: a stop asked for, not a failure
         pass
+    print("Nylorun console stopped.", flush=True)
     return 0
 
 
