@@ -13,7 +13,7 @@ SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 BUILD_DIR   := .aws-sam/build
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test unit reliability bench build validate lint typecheck clean
+.PHONY: run test unit reliability bench build validate lint typecheck clean screenshots
 
 # pytest-xdist: one worker per core (at most 4), each with its own local Runtime (tests/conftest.py). A test file
 # runs whole on one worker (loadfile), so its module fixtures run once: the agents it adds to its worker's
@@ -79,6 +79,10 @@ lint: $(STAMP)  ## ruff, mypy and the import ladder (lint-imports), as `make tes
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+screenshots: $(STAMP)  ## Drive the console (nylorun serve's /console) in headless Chromium: docs/images/console-*.png
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	$(PY) scripts/screenshots.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

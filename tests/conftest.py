@@ -186,6 +186,7 @@ LONGEST_FIRST = (
     "test_busy_contexts.py",
     "test_installed.py",
     "test_text_roundtrip.py",
+    "test_console.py",  # headless Chromium on one worker: about a minute
 )
 
 

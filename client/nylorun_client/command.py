@@ -1,6 +1,7 @@
 """The `nylorun` command. `send`, `tasks`, `get`, `cancel`, `approve`, `answer` and `webhooks` call an Agent
 (nylorun_client.cli, the `client` extra); `serve` starts the local Runtime (nylorun_local, the `local` extra,
-offered only where it is installed); `admin` is the operator's (nylorun_client.admin)."""
+offered only where it is installed); `admin` is the operator's (nylorun_client.admin);
+`console` serves the web console (nylorun_client.console)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 from nylorun_client.admin import add_admin_command, with_local_port
 from nylorun_client.cli import add_commands
+from nylorun_client.console.command import add_console_command
 
 
 def _serve_missing(args: argparse.Namespace) -> int:
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_serve_command(commands)
     add_commands(commands)
     add_admin_command(commands)
+    add_console_command(commands)
     return parser
 
 

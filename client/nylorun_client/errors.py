@@ -44,6 +44,13 @@ def error_line(exc: BaseException, url: str, *, server_error: Any = None, token_
     return None
 
 
+def error_words(error: Any) -> str:
+    """A JSON-RPC error object (or the Runtime's `{"error": "…"}` text) as words: its message and reason."""
+    reason = _reason(error)
+    code = f" [{error['code']}]" if isinstance(error, dict) and isinstance(error.get("code"), int) else ""
+    return (_message(error) or "an error with no message") + code + (f" ({reason})" if reason else "")
+
+
 def _message(error: Any) -> str:
     if isinstance(error, str):
         return _first_line(error)

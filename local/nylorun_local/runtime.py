@@ -11,6 +11,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,15 +241,16 @@ class LocalRuntime:
             time.sleep(0.02)
         return self
 
-    def serve_forever(self) -> None:
-        uvicorn.Server(self._config("info")).run()
+    def serve_forever(self, wrap: Callable[[Any], Any] = lambda app: app) -> None:
+        """`wrap` adds to the api app what only `nylorun serve` serves (the console)."""
+        uvicorn.Server(self._config("info", wrap)).run()
 
-    def _config(self, log_level: str) -> uvicorn.Config:
+    def _config(self, log_level: str, wrap: Callable[[Any], Any] = lambda app: app) -> uvicorn.Config:
         # http=HeaderDeadlineProtocol: a connection that does not finish a request head within a few seconds is
         # closed (header_deadline.py); uvicorn's own keep-alive timeout does not cover it.
         return uvicorn.Config(
-            self._served_app(), host=self.options.host, port=self.options.port, log_level=log_level, lifespan="off",
-            http=HeaderDeadlineProtocol,
+            wrap(self._served_app()), host=self.options.host, port=self.options.port, log_level=log_level,
+            lifespan="off", http=HeaderDeadlineProtocol,
         )
 
     def paused(self, logical_id: str) -> AbstractContextManager[None]:

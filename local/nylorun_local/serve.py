@@ -7,9 +7,10 @@ the command exits 0 (a stop that was asked for is not a failure) without a trace
 from __future__ import annotations
 
 import argparse
+import secrets
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -73,7 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
         with _signals_stop():
             try:
                 _announce(local, args)
-                local.serve_forever()
+                local.serve_forever(_console(local, args))
             except KeyboardInterrupt:
                 stopped_by = "SIGINT"
             except _Stop:
@@ -127,6 +128,19 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
             """{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'"""
         )
     sys.stdout.flush()
+
+
+def _console(local: LocalRuntime, args: argparse.Namespace) -> Callable[[Any], Any]:
+    """The console at /console, its URL (with this run's key) in the banner; the first dev token its default."""
+    from nylorun_local.console_mount import PREFIX, with_console
+
+    key = secrets.token_urlsafe(24)
+    names = local.runtime.registry.names() if local.runtime is not None else []
+    token = next(iter(local.options.dev_tokens), None) if args.auth == "dev" else None
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    _say(f"Console: http://{host}:{local.options.port}{PREFIX}/?k={key}")
+    sys.stdout.flush()
+    return lambda api: with_console(api, key, agents=[local.agent_url(n) for n in names], token=token)
 
 
 def _say(line: str) -> None:

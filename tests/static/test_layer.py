@@ -20,6 +20,7 @@ FORBIDDEN_PATHS = {
     "nylorun/local": "the local stack (local/nylorun_local)",
     "nylorun/client": "the client (client/nylorun_client)",
     "nylorun/cli.py": "the CLI (client/nylorun_client)",
+    "nylorun/console": "the console (client/nylorun_client/console): served locally only",
     "nylorun/agents": "the demo Agents (examples/nylorun_examples)",
     "nylorun_local": "the local stack",
     "nylorun_client": "the client",
@@ -71,6 +72,7 @@ def test_the_layer_ships_only_the_runtime() -> None:
         ("local", "nylorun/local: the local stack"),
         ("client", "nylorun/client: the client"),
         ("cli", "nylorun/cli.py: the CLI"),
+        ("console", "nylorun/console: the console"),
         ("agents", "nylorun/agents: the demo Agents"),
         ("requirement", "requirements.txt: moto"),
         ("import", "nylorun/engine/agent.py: imports nylorun_examples"),
@@ -84,6 +86,8 @@ def test_a_broken_copy_of_the_layer_fails(tmp_path: Path, plant: str, expected: 
         shutil.copytree(ROOT / "local" / "nylorun_local", copy / "nylorun" / "local", symlinks=True)
     elif plant == "client":
         shutil.copytree(ROOT / "client" / "nylorun_client", copy / "nylorun" / "client")
+    elif plant == "console":
+        shutil.copytree(ROOT / "client" / "nylorun_client" / "console", copy / "nylorun" / "console")
     elif plant == "cli":
         shutil.copy(ROOT / "client" / "nylorun_client" / "command.py", copy / "nylorun" / "cli.py")
     elif plant == "agents":
