@@ -41,7 +41,7 @@ def console_app(secret: str | None = None, *, agents: list[str] | None = None, t
     def session_of(request: Request) -> Session:
         session = sessions.get(request.cookies.get(COOKIE))
         if session is None:
-            raise Refused("this page has no console session: open the URL the console printed")
+            raise Refused("this page has no console session (or it was unused for 12 h): open the URL the console printed")
         return session
 
     async def page(request: Request) -> Response:
