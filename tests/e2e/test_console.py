@@ -5,16 +5,21 @@ page makes goes to the console's own origin (checked after each test)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import html_agent
+import httpx
 import pytest
 from chromium import browser, served
-from conftest import ALICE, held_agent
+from conftest import ALICE, auth, held_agent, rpc, user_message
 from core_agent import QUESTION, core_app
 from nylorun_client.console import console_app
 from nylorun_local.runtime import LocalRuntime
+
+INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
 
 pytestmark = pytest.mark.e2e
 KEY = "test-console-key"
@@ -32,8 +37,8 @@ def console_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def core_url() -> Iterator[str]:
+@contextmanager
+def core_served() -> Iterator[str]:
     holder: dict[str, Any] = {}
 
     async def app(scope: Any, receive: Any, send: Any) -> None:  # the card names its own URL, known once served
@@ -41,6 +46,12 @@ def core_url() -> Iterator[str]:
 
     with served(app) as url:
         holder["app"] = core_app(url + "/")
+        yield url
+
+
+@pytest.fixture(scope="module")
+def core_url() -> Iterator[str]:
+    with core_served() as url:
         yield url
 
 
@@ -132,11 +143,12 @@ def test_orders_table_is_drawn(page: Any, agent_url: Callable[[str], str]) -> No
     # Given / When
     connect(page, agent_url("orders"))
     send(page, "list my orders")
-    # Then
+    # Then: a table with its header row and one row per order, cell by cell (not the text fallback)
     expect_state(page, "COMPLETED")
     table = page.locator("figure.component.table table")
-    expect(table.locator("th").first).to_have_text("Order")
-    expect(table).to_contain_text("A-1001")
+    expect(table.locator("thead th")).to_have_text(["Order", "Item", "Amount"])
+    expect(table.locator("tbody tr").first.locator("td").first).to_have_text("A-1001")
+    expect(table.locator("tbody tr").first.locator("td")).to_have_count(3)
 
 
 def test_refunds_shows_the_delegated_interactions_as_its_own(page: Any, agent_url: Callable[[str], str]) -> None:
@@ -146,13 +158,23 @@ def test_refunds_shows_the_delegated_interactions_as_its_own(page: Any, agent_ur
     connect(page, agent_url("refunds"))
     # When
     send(page, "Refund order A-1002")
-    page.locator("form.interaction.connection button", has_text="Connect").click(timeout=60_000)
+    expect(page.locator("#task-state")).not_to_have_text("", timeout=30_000)
+    task_id = page.locator("#task-id").inner_text()
+    # Then: support's connection, then its approval, are forms on refunds' own task
+    connection = page.locator("form.interaction.connection")
+    expect(connection).to_contain_text("Connect your payments account", timeout=60_000)
+    expect(page.locator("#task-id")).to_have_text(task_id)
+    connection.locator("button", has_text="Connect").click()
     approval = page.locator("form.interaction.approval")
     expect(approval).to_contain_text("A-1002", timeout=60_000)
+    expect(page.locator("#task-id")).to_have_text(task_id)
+    # When: the person denies it
     approval.locator("button", has_text="Deny").click()
-    # Then
-    expect(page.locator("#task-state")).not_to_have_text("AUTH_REQUIRED", timeout=60_000)
-    expect(page.locator(".status-text")).not_to_contain_text("support")
+    # Then: refunds' own task ends in its own words, and nothing of support is shown
+    expect_state(page, "COMPLETED")
+    expect(page.locator("#task-id")).to_have_text(task_id)
+    expect(page.locator(".status-text")).to_have_text("Order A-1002 was not refunded: you declined it; nothing was changed.")
+    expect(page.locator("#task")).not_to_contain_text("support")
 
 
 def test_cancel_and_reopen_from_the_task_list(page: Any, agent_url: Callable[[str], str], hold: threading.Event) -> None:
@@ -173,7 +195,9 @@ def test_cancel_and_reopen_from_the_task_list(page: Any, agent_url: Callable[[st
     page.click("#filters button[type=submit]")
     page.locator("#task-list button").first.click()
     # Then: the task is open again, its messages and its context's turns shown
+    expect(page.locator("#task")).to_be_visible()
     expect(page.locator("#task-id")).to_have_text(task_id)
+    expect(page.locator("#task-state")).to_have_text("CANCELED")
     expect(page.locator("#history")).to_contain_text("You: hold on")
     expect(page.locator("#turns li")).to_have_count(1)
 
@@ -189,11 +213,15 @@ def test_core_tier_agent_asks_in_text_and_gets_no_buttons(page: Any, core_url: s
     send(page, "hello")
     # Then: the question is text, answered in the message box; no interaction buttons
     expect(page.locator(".status-text")).to_have_text(QUESTION, timeout=30_000)
+    expect(page.locator("#task-state")).to_have_text("INPUT_REQUIRED")
     assert page.locator("form.interaction").count() == 0
+    assert page.get_by_role("button", name="Approve").count() == 0
     send(page, "blue")
     expect_state(page, "COMPLETED")
     expect(page.locator(".status-text")).to_have_text("You like blue.")
-    assert "A2A-Extensions" not in page.locator("#exchanges").inner_text()
+    # The drawer is closed (inner text empty): read its text content; header names are shown in lower case
+    drawer = page.locator("#exchanges").text_content().lower()
+    assert '"a2a-version": "1.0"' in drawer and "a2a-extensions" not in drawer
 
 
 def test_hostile_html_from_an_agent_is_inert_text(page: Any, agent_url: Callable[[str], str], hold: threading.Event) -> None:
@@ -215,3 +243,68 @@ def test_hostile_html_from_an_agent_is_inert_text(page: Any, agent_url: Callable
     assert page.locator("main img").count() == 0
     assert page.locator("main script").count() == 0
     assert "\x1b" not in page.locator("#task-body").inner_text()
+
+
+def test_an_agents_error_is_shown_in_words(page: Any, agent_url: Callable[[str], str], hold: threading.Event) -> None:
+    from playwright.sync_api import expect
+
+    # Given: an approval on the page, whose live updates are cut, so it still shows the form after another window
+    # answered it
+    page.route("**/api/events", lambda route: route.abort())
+    url = agent_url(html_agent.agent.name)
+    connect(page, url)
+    send(page, "ask")
+    approval = page.locator("form.interaction.approval")
+    expect(approval).to_be_visible(timeout=30_000)
+    task_id = page.locator("#task-id").inner_text().split()[1]
+    headers = auth(**{"A2A-Extensions": INTERACTIONS})
+    task = rpc(url, "GetTask", {"id": task_id}, headers=headers)["result"]
+    asked = task["status"]["message"]["metadata"][INTERACTIONS]["interactionId"]
+    answer = {"interactionId": asked, "approved": True}
+    elsewhere = user_message("ok", taskId=task_id, extensions=[INTERACTIONS], metadata={INTERACTIONS: answer})
+    assert "result" in rpc(url, "SendMessage", {"message": elsewhere}, headers=headers)
+    # When: the person clicks Approve on the stale form
+    approval.locator("button", has_text="Approve").click()
+    # Then: the Agent's refusal in words (its message, code and reason), beside the task still shown
+    error = page.locator("#error")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text(f"SendMessage: interactionId {asked} was already answered")
+    expect(error).to_contain_text("[-32602] (INVALID_PARAMS)")
+    expect(page.locator("#task-state")).to_have_text("AUTH_REQUIRED")
+
+
+def test_the_task_list_filters_by_context_and_state_and_pages(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    with core_served() as url:
+        # Given: 12 tasks asking a question in one context (one of them answered since), 2 in another
+        def say(text: str, **fields: str) -> dict[str, Any]:
+            message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}], **fields}
+            body = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": {"message": message}}
+            answer = httpx.post(url + "/", json=body, headers={"A2A-Version": "1.0"}, timeout=30).json()
+            return dict(answer["result"]["task"])
+
+        many = [say(f"ask {n}", contextId="ctx-many") for n in range(12)]
+        say("green", taskId=many[0]["id"], contextId="ctx-many")
+        for n in range(2):
+            say(f"other {n}", contextId="ctx-other")
+        connect(page, url + "/")
+        # When: the person lists ctx-many's tasks waiting for input
+        page.fill("#filter-context", "ctx-many")
+        page.select_option("#filter-state", "TASK_STATE_INPUT_REQUIRED")
+        page.click("#filters button[type=submit]")
+        # Then: ten on the first page, the one left on the next, every one waiting for input
+        listed = page.locator("#task-list button")
+        expect(listed).to_have_count(10)
+        first = listed.all_inner_texts()
+        page.click("#next-page")
+        expect(listed).to_have_count(1)
+        assert all(text.startswith("INPUT_REQUIRED") for text in first + listed.all_inner_texts())
+        expect(page.locator("#next-page")).to_be_hidden()
+        # When: the other context, any state
+        page.fill("#filter-context", "ctx-other")
+        page.select_option("#filter-state", "")
+        page.click("#filters button[type=submit]")
+        # Then: its two tasks only
+        expect(listed).to_have_count(2)
+        expect(page.locator("#next-page")).to_be_hidden()
