@@ -101,11 +101,16 @@ def test_support_walk_with_a_real_consent_then_a_second_task_asks_nothing(
 
 
 def test_another_subject_cannot_use_list_or_revoke_it(local_runtime: LocalRuntime, support: str) -> None:
-    # Given alice connected payments
+    base = local_runtime.base_url
+    # Given alice's turn waiting for payments: bob cannot start her consent with his token
     task = until_connection(support)
+    iid = open_interaction(task)["interactionId"]
+    theirs = httpx.post(f"{base}/v1/a2a/connections/start", params={"task": task["id"], "interaction": iid},
+                        headers={"Authorization": f"Bearer {BOB}"})
+    assert theirs.status_code == 404, theirs.text
+    # Given alice connected payments
     connect(open_interaction(task)["detail"]["authorizationUrl"])
     resumed(support, task)
-    base = local_runtime.base_url
     # When bob lists and revokes, and asks support for a refund
     listed = httpx.get(f"{base}/v1/a2a/connections", headers={"Authorization": f"Bearer {BOB}"})
     revoked = httpx.delete(f"{base}/v1/a2a/connections/support/payments", headers={"Authorization": f"Bearer {BOB}"})
@@ -113,11 +118,6 @@ def test_another_subject_cannot_use_list_or_revoke_it(local_runtime: LocalRuntim
     # Then bob sees none, revokes none, and is asked to connect his own
     assert listed.json() == {"connections": []} and revoked.status_code == 404
     assert open_interaction(bobs)["kind"] == "connection"
-    # And bob cannot start alice's consent with his token
-    iid = open_interaction(task)["interactionId"]
-    theirs = httpx.post(f"{base}/v1/a2a/connections/start", params={"task": task["id"], "interaction": iid},
-                        headers={"Authorization": f"Bearer {BOB}"})
-    assert theirs.status_code == 404
 
 
 def test_forged_replayed_and_other_browser_states_connect_nothing(local_runtime: LocalRuntime, support: str) -> None:
