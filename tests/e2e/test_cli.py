@@ -338,3 +338,19 @@ def test_webhook_receiver_verifies_signatures_and_rejects_a_tampered_body(
     assert "✗ SIGNATURE FAILED for delivery msg_cli_1: No matching signature found (answered 401)" in out
     assert "Traceback" not in err
     assert out.count("TASK_STATE_FAILED") == 0  # the tampered body is never printed as if it were real
+
+
+# ---------------------------------------------------------------------------------------------- connections
+def test_connections_list_and_revoke(support: str, local_runtime: LocalRuntime) -> None:
+    # Given alice connected payments for support (a walk to the approval, then declined)
+    done = nylorun("send", support, "Refund order A-1002", stdin="n\n", connect_when_asked=True)
+    assert done.returncode == 0, done.stderr
+    # When she lists her connections: support's payments, with its scope, no token
+    listed = nylorun("connections", "list", local_runtime.base_url)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"^support  payments  \[refunds\]  connected ", listed.stdout, re.MULTILINE), listed.stdout
+    # When she revokes it: gone from the list, and bob cannot revoke what is not his
+    assert nylorun("connections", "revoke", support, "support", "payments", token="tok-bob").returncode == 1
+    revoked = nylorun("connections", "revoke", support, "support", "payments")
+    assert revoked.returncode == 0 and "Revoked payments" in revoked.stdout, revoked.stderr
+    assert nylorun("connections", "list", local_runtime.base_url).stdout.strip() == "No connections."

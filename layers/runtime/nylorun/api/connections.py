@@ -48,6 +48,13 @@ def add_connection_routes(
     async def call(fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_threadpool(fn, *args)
 
+    def caller(request: Request) -> str | Response:
+        """The authenticated subject, or the 401 that answers for it."""
+        try:
+            return authenticator.subject(request)
+        except Unauthenticated as exc:
+            return unauthorized(exc)
+
     def off() -> Response:
         return JSONResponse({"error": "This Runtime declares no connection providers"}, status_code=404)
 
@@ -97,10 +104,9 @@ def add_connection_routes(
     @app.post(BASE + "/start", response_model=None)
     async def start_for_client(request: Request) -> Response:
         # The subject's own client (console, CLI) with its token: the cookie lands in the browser it runs in.
-        try:
-            subject = authenticator.subject(request)
-        except Unauthenticated as exc:
-            return unauthorized(exc)
+        subject = caller(request)
+        if isinstance(subject, Response):
+            return subject
         if flow is None:
             return off()
         task, interaction = request.query_params.get("task", ""), request.query_params.get("interaction", "")
@@ -136,19 +142,17 @@ def add_connection_routes(
 
     @app.get(BASE, response_model=None)
     async def list_connections(request: Request) -> Response:
-        try:
-            subject = authenticator.subject(request)
-        except Unauthenticated as exc:
-            return unauthorized(exc)
+        subject = caller(request)
+        if isinstance(subject, Response):
+            return subject
         found = await call(flow.list, subject) if flow is not None else []
         return JSONResponse({"connections": found}, headers={"Cache-Control": "no-store"})
 
     @app.delete(BASE + "/{agent}/{provider}", response_model=None)
     async def revoke(request: Request, agent: str, provider: str) -> Response:
-        try:
-            subject = authenticator.subject(request)
-        except Unauthenticated as exc:
-            return unauthorized(exc)
+        subject = caller(request)
+        if isinstance(subject, Response):
+            return subject
         if flow is None or not await call(flow.revoke, subject, agent, provider):
             # Another subject's connection is "not found", never "forbidden" (nothing leaks).
             return JSONResponse({"error": f"No {provider[:64]!r} connection for Agent {agent[:64]!r}"}, status_code=404)
