@@ -6,17 +6,19 @@ effect, a connection (AUTH_REQUIRED, kind `connection`) to the payments account,
 (docs/components.md): the order as a `keyvalue` in view from the lookup on (so the approval shows what it is
 about), and the refund as a `timeline` in the reply.
 
-The "outside world" here is a tiny in-process fake (`ORDERS`, `REFUNDS`): a real Agent calls its own
-systems inside `turn.effect(...)`, passing the idempotency key on.
+The "outside world" here is a tiny in-process fake (`ORDERS`, `REFUNDS`) behind the example payments API that
+`nylorun serve` runs (payments_provider.py): the refund is a call to it with the person's payments connection, made
+inside `turn.effect(...)` with the idempotency key passed on, as a real Agent calls its own systems.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any
 
-from nylorun.engine import Agent, Component, Skill, Turn
+from nylorun.engine import Agent, Component, Connection, Skill, Turn
 
 agent = Agent(
     name="support",
@@ -44,6 +46,8 @@ _lock = threading.Lock()
 NOT_FOUND = "I could not find order"
 NOT_CONNECTED = "Without a payments connection I cannot refund; nothing was changed."
 DECLINED = "Understood: no refund was made."
+# Where the example payments API answers (`nylorun serve` runs it: nylorun_examples/payments_provider.py).
+PAYMENTS_API = "NYLORUN_EXAMPLE_PAYMENTS_URL"
 
 
 def lookup_order(order_id: str) -> dict[str, Any] | None:
@@ -55,6 +59,20 @@ def issue_refund(order: dict[str, Any], key: str) -> dict[str, Any]:
         if key not in REFUNDS:
             REFUNDS[key] = {"refundId": f"R-{len(REFUNDS) + 1:05d}", "amount": order["amount"]}
         return REFUNDS[key]
+
+
+def refund_with(payments: Connection, order: dict[str, Any], key: str) -> dict[str, Any]:
+    """The refund, through the payments API with the person's connection (its token in the Authorization header;
+    the idempotency key passed on, so a retried call refunds once). Without the example provider's API (a
+    Runtime that does not run it) the in-process fake takes it."""
+    api = os.environ.get(PAYMENTS_API)
+    if not api:
+        payments.headers()  # still needs a live connection
+        return issue_refund(order, key)
+    with payments.client(timeout=10) as client:
+        answer = client.post(f"{api}/refunds", json={"orderId": order["orderId"]}, headers={"Idempotency-Key": key})
+    answer.raise_for_status()
+    return {k: v for k, v in answer.json().items() if k in ("refundId", "amount")}
 
 
 @agent.turn
@@ -81,7 +99,10 @@ def run(turn: Turn) -> None:
 
     turn.mark(1, "active")
     turn.say("Checking the payments connection")
-    if not turn.connection("payments", "Connect your payments account so I can issue the refund."):
+    payments = turn.connection(
+        "payments", scopes=["refunds"], prompt="Connect your payments account so I can issue the refund."
+    )
+    if not payments:
         turn.mark(1, "failed", "Not connected")
         turn.reply(NOT_CONNECTED)
         return
@@ -102,7 +123,7 @@ def run(turn: Turn) -> None:
 
     turn.mark(3, "active")
     turn.say("Issuing the refund")
-    refund = turn.effect("refund", lambda key: issue_refund(order, key))
+    refund = turn.effect("refund", lambda key: refund_with(payments, order, key))
     turn.usage(tokens=120, cost_usd=0.0004)
     turn.mark(3, "done", refund["refundId"])
 

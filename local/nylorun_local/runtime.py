@@ -25,6 +25,7 @@ from nylorun.wiring import Runtime, build_runtime
 
 from nylorun_local.activity import Activity
 from nylorun_local.aws import LocalAws, free_port
+from nylorun_local.connections import provider_env
 from nylorun_local.header_deadline import HeaderDeadlineProtocol
 from nylorun_local.lambda_shim import function_timeout_ms
 from nylorun_local.logs import AgentErrors, labelled_as
@@ -66,6 +67,7 @@ class LocalOptions:
     allowed_origins: list[str] = field(default_factory=list)  # web pages whose scripts may call (NYLORUN_ALLOWED_ORIGINS)
     # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
     allow_remote_without_auth: bool = False
+    connections: str | None = None  # a JSON file of connection providers (README "Connections")
     extra_env: dict[str, str] = field(default_factory=dict)
     # How often the local TTL deletes expired items (nylorun_local.ttl; DynamoDB's takes up to days). The environment's
     # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk (README "Data retention").
@@ -110,6 +112,7 @@ class LocalRuntime:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._agent_errors = AgentErrors()
+        self.payments: Any = None  # the example payments provider, with the examples (nylorun_examples)
 
     @property
     def base_url(self) -> str:
@@ -170,6 +173,8 @@ class LocalRuntime:
             ),
             **opts.extra_env,
         }
+        connections, self.payments = provider_env(self.base_url, opts.connections, opts.examples)
+        env.update(connections)
         os.environ.update(env)
         logging.getLogger(SERVICE).addHandler(self._agent_errors)  # Powertools' Logger logs as this one
         self._state_file = write_state_file(self.options.port, self.aws.endpoint, env)
@@ -267,6 +272,8 @@ class LocalRuntime:
             self._thread.join(timeout=10)
         if self._ttl is not None:
             self._ttl.stop()
+        if self.payments is not None:
+            self.payments.stop()
         for poller in self._pollers:
             poller.stop()
         if self._push_processes is not None:

@@ -63,6 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
                 model=args.model,
                 allowed_origins=args.allow_origin or [],
                 allow_remote_without_auth=args.allow_remote_without_auth,
+                connections=args.connections,
                 **({"push_processes": args.push_processes} if args.push_processes is not None else {}),
             )
         )
@@ -181,6 +182,13 @@ def add_serve_command(commands: Any) -> None:
         choices=["scripted"],
         default=None,
         help="the model model-backed Agents call: locally only the scripted stand-in (also serves the `assistant` example)",
+    )
+    serve.add_argument(
+        "--connections",
+        metavar="FILE",
+        default=None,
+        help="a JSON list of OAuth 2.0 connection providers (README \"Connections\"); with the examples, the example "
+        "payments provider runs on loopback",
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")

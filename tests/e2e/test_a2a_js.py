@@ -18,15 +18,18 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import ALICE
+from conftest import ALICE, rpc
+from consent import connect, disconnect
 from nylorun_local.runtime import LocalRuntime
 from webhook_receiver import Receiver, own_secrets
 
@@ -303,11 +306,32 @@ def test_push_configs_and_a_verified_delivery(
 
 
 # ---------------------------------------------------------------------------------------------- 7. support
+def connect_when_asked(local_runtime: LocalRuntime, seconds: float = 60) -> None:
+    """A browser: once alice's support task asks for the payments connection, open its link and consent."""
+    url, headers = local_runtime.agent_url("support"), {"A2A-Version": "1.0", "Authorization": f"Bearer {ALICE}",
+                                                         "A2A-Extensions": INTERACTIONS}
+    deadline, since = time.monotonic() + seconds, datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    while time.monotonic() < deadline:
+        query = {"status": "TASK_STATE_AUTH_REQUIRED", "pageSize": 5, "statusTimestampAfter": since}
+        listed = rpc(url, "ListTasks", query, headers=headers)
+        for task in listed.get("result", {}).get("tasks", []):
+            asked = (task["status"].get("message", {}).get("metadata") or {}).get(INTERACTIONS, {})
+            if asked.get("kind") == "connection":
+                connect(asked["detail"]["authorizationUrl"])
+                return
+        time.sleep(0.1)
+
+
 def test_support_conversation_with_a_typed_approval(peer: Peer, local_runtime: LocalRuntime) -> None:
     # When the client, with interactions/progress/telemetry activated (A2A-Extensions), asks for a refund,
     # names the order, confirms the connection (interactions/v1), says "yes" in text, then approves
     # through interactions/v1
+    # (the person connects payments in a browser meanwhile: README "Connections")
+    disconnect(local_runtime.base_url, ALICE)
+    browser = threading.Thread(target=connect_when_asked, args=(local_runtime,), daemon=True)
+    browser.start()
     checks = peer.run("support", agentUrl=local_runtime.agent_url("support"))
+    browser.join(timeout=5)
     steps = [ok(checks, name) for name in ("support-ask", "support-order", "support-connected")]
     text_yes, approved = ok(checks, "support-text-yes"), ok(checks, "support-approved")
     opened = [s["metadata"][INTERACTIONS] for s in steps]

@@ -8,29 +8,38 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from conftest import ALICE
+from conftest import ALICE, rpc
+from consent import connect, disconnect
 from nylorun.engine import Agent, Skill, Turn
 from nylorun_examples.support import REFUNDS
 from nylorun_local.runtime import LocalRuntime
 from standardwebhooks import Webhook
 
 pytestmark = pytest.mark.e2e
+INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
 
 SHA256 = re.compile(r"sha256 [0-9a-f]{64}")
 
 
-def nylorun(*args: str, stdin: str = "", token: str | None = ALICE) -> subprocess.CompletedProcess[str]:
-    """`python -m nylorun_client.command ARGS` with NYLORUN_TOKEN set, stdin fed, and output captured (as from a pipe)."""
+def nylorun(
+    *args: str, stdin: str = "", token: str | None = ALICE, connect_when_asked: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python -m nylorun_client.command ARGS` with NYLORUN_TOKEN set, stdin fed, and output captured (as from a pipe).
+    `connect_when_asked`: when it prints a connection's link, a browser opens it and consents (README "Connections")."""
     env = {k: v for k, v in os.environ.items() if k not in ("NYLORUN_TOKEN", "COLUMNS")}
     env["PYTHONIOENCODING"] = "utf-8"
     if token is not None:
         env["NYLORUN_TOKEN"] = token
+    if connect_when_asked:
+        return _connecting([sys.executable, "-m", "nylorun_client.command", *args], stdin, env)
     return subprocess.run(
         [sys.executable, "-m", "nylorun_client.command", *args],
         input=stdin,
@@ -43,6 +52,33 @@ def nylorun(*args: str, stdin: str = "", token: str | None = ALICE) -> subproces
     )
 
 
+START_URL = re.compile(r"http://\S+/v1/a2a/connections/start\?task=[0-9a-f-]{36}&interaction=ia-[0-9a-f]{16}")
+
+
+def _connecting(command: list[str], stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8", env=env)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    process.stdin.write(stdin)
+    process.stdin.close()
+    out: dict[str, list[str]] = {"stdout": [], "stderr": []}
+    readers = [threading.Thread(target=lambda n=n, f=f: out[n].extend(iter(f.readline, "")), daemon=True)
+               for n, f in (("stdout", process.stdout), ("stderr", process.stderr))]
+    for reader in readers:
+        reader.start()
+    deadline, connected = time.monotonic() + 60, False
+    while process.poll() is None and time.monotonic() < deadline:
+        found = START_URL.search("".join(out["stdout"] + out["stderr"]))
+        if found and not connected:
+            connect(found[0])
+            connected = True
+        time.sleep(0.05)
+    process.wait(timeout=90)
+    for reader in readers:
+        reader.join(timeout=5)
+    return subprocess.CompletedProcess(command, process.returncode, "".join(out["stdout"]), "".join(out["stderr"]))
+
+
 def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     """--json promises that every stdout line is one JSON object."""
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -50,6 +86,7 @@ def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]
 
 @pytest.fixture()
 def support(local_runtime: LocalRuntime) -> str:
+    disconnect(local_runtime.base_url, ALICE)  # connections outlive tasks: each test's person starts without one
     return local_runtime.agent_url("support")
 
 
@@ -85,8 +122,8 @@ def crashing(local_runtime: LocalRuntime) -> str:
 def test_send_walks_a_person_through_question_connection_and_approval(support: str) -> None:
     # Given the support agent and a person who answers each prompt on stdin
     refunds_before = len(REFUNDS)
-    # When they ask for a refund and answer: the order, "connected", "approve"
-    result = nylorun("send", support, "I want a refund", stdin="A-1001\ny\ny\n")
+    # When they ask for a refund, answer the order, connect payments in a browser, and approve
+    result = nylorun("send", support, "I want a refund", stdin="A-1001\ny\n", connect_when_asked=True)
     out = result.stdout
     # Then it ends COMPLETED, without an error
     assert result.returncode == 0, result.stderr
@@ -95,6 +132,7 @@ def test_send_walks_a_person_through_question_connection_and_approval(support: s
     # And each interaction was shown with its prompt (and the approval with its detail)
     assert "Question: Which order should I refund? (for example A-1001)" in out
     assert "Connection needed: payments: Connect your payments account" in out
+    assert "Open this link in your browser to connect" in out and START_URL.search(out)
     assert "Approval needed: Refund 249.00 EUR for order A-1001 (Espresso machine)?" in out
     assert "orderId: A-1001" in out
     # And the order was drawn as a key-value panel (a component) before the approval was asked
@@ -116,7 +154,7 @@ def test_send_walks_a_person_through_question_connection_and_approval(support: s
 def test_send_json_is_one_object_per_update_with_answers_from_stdin(support: str) -> None:
     # Given a script that answers with one stdin line per interaction
     # When it sends with --json
-    result = nylorun("send", support, "I want a refund", "--json", stdin="A-1002\nyes\ny\n")
+    result = nylorun("send", support, "I want a refund", "--json", stdin="A-1002\ny\n", connect_when_asked=True)
     assert result.returncode == 0, result.stderr
     # Then every stdout line is a JSON task update, all of the same task
     updates = json_lines(result)
@@ -149,7 +187,7 @@ def test_send_denied_approval_makes_no_refund(support: str) -> None:
     # Given a person who connects payments but then says no to the refund
     refunds_before = len(REFUNDS)
     # When they answer "n" to the approval
-    result = nylorun("send", support, "I want a refund", stdin="A-1001\ny\nn\n")
+    result = nylorun("send", support, "I want a refund", stdin="A-1001\nn\n", connect_when_asked=True)
     # Then the task completes with a reply saying no refund was made, and none was
     assert result.returncode == 0, result.stderr
     assert "Approve? [y/n]: n" in result.stdout
@@ -204,9 +242,19 @@ def test_get_answer_approve_deny_tasks_and_cancel(support: str) -> None:
     assert answered.returncode == 0, answered.stderr
     assert "AUTH_REQUIRED" in answered.stdout and "Connection needed: payments" in answered.stdout
 
-    # When `approve` confirms the connection: the approval is shown
-    connected = nylorun("approve", support, task)
-    assert connected.returncode == 0, connected.stderr
+    # When `approve` says it is connected without connecting: refused, saying where to connect
+    refused = nylorun("approve", support, task)
+    assert refused.returncode != 0 and "/v1/a2a/connections/start" in refused.stderr, refused.stderr
+    # When the person connects in a browser: the approval is shown
+    found = rpc(support, "GetTask", {"id": task}, headers={"A2A-Version": "1.0", "Authorization": f"Bearer {ALICE}",
+                                                          "A2A-Extensions": INTERACTIONS})
+    connect(found["result"]["status"]["message"]["metadata"][INTERACTIONS]["detail"]["authorizationUrl"])
+    connected = nylorun("get", support, task)
+    for _ in range(100):
+        if "Approval needed" in connected.stdout:
+            break
+        time.sleep(0.1)
+        connected = nylorun("get", support, task)
     assert "Approval needed: Refund 249.00 EUR for order A-1001" in connected.stdout
 
     # When `approve --deny` declines it: the task completes without a refund
@@ -290,3 +338,19 @@ def test_webhook_receiver_verifies_signatures_and_rejects_a_tampered_body(
     assert "✗ SIGNATURE FAILED for delivery msg_cli_1: No matching signature found (answered 401)" in out
     assert "Traceback" not in err
     assert out.count("TASK_STATE_FAILED") == 0  # the tampered body is never printed as if it were real
+
+
+# ---------------------------------------------------------------------------------------------- connections
+def test_connections_list_and_revoke(support: str, local_runtime: LocalRuntime) -> None:
+    # Given alice connected payments for support (a walk to the approval, then declined)
+    done = nylorun("send", support, "Refund order A-1002", stdin="n\n", connect_when_asked=True)
+    assert done.returncode == 0, done.stderr
+    # When she lists her connections: support's payments, with its scope, no token
+    listed = nylorun("connections", "list", local_runtime.base_url)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"^support  payments  \[refunds\]  connected ", listed.stdout, re.MULTILINE), listed.stdout
+    # When she revokes it: gone from the list, and bob cannot revoke what is not his
+    assert nylorun("connections", "revoke", support, "support", "payments", token="tok-bob").returncode == 1
+    revoked = nylorun("connections", "revoke", support, "support", "payments")
+    assert revoked.returncode == 0 and "Revoked payments" in revoked.stdout, revoked.stderr
+    assert nylorun("connections", "list", local_runtime.base_url).stdout.strip() == "No connections."

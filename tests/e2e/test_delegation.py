@@ -13,6 +13,7 @@ which hands the refund to `support` on the same Runtime with `turn.delegate(...)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -26,6 +27,7 @@ import httpx
 import pytest
 from a2a_caller import PROFILE, Caller, run, state, status_ext
 from conftest import ALICE, BOB, auth, poll, rpc, user_message
+from consent import connect, disconnect
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.engine.delegation import open_record
 from nylorun.ports import JournalEntry
@@ -77,6 +79,19 @@ def as_refunds(local_runtime: LocalRuntime, task_id: str, sent: dict[str, Any]) 
 
 
 # ---------------------------------------------------------------------------------------------- the sample
+@pytest.fixture(autouse=True)
+def refunds_not_connected(local_runtime: LocalRuntime) -> None:
+    """refunds calls support as its own subject, whose payments connection outlives each task: each test starts
+    without it (README "Connections")."""
+    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="README \"Connections\": a delegate's connection completes on the delegate (its callback resumes the "
+    "delegate's turn), but the delegating task keeps waiting for its own copy of the interaction: engine/delegation.py "
+    "does not yet close a forwarded connection when the delegate moves on",
+)
 def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_approval_and_completes_once(
     local_runtime: LocalRuntime,
 ) -> None:
@@ -112,10 +127,8 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
                 await caller.send("yes, go ahead", task_id=task["id"], return_immediately=True)
                 still = await caller.get(task["id"])
                 assert state(still) == "TASK_STATE_AUTH_REQUIRED" and status_ext(still, INTERACTIONS) == asked
-                await caller.send(
-                    "ok", task_id=task["id"], answer={"interactionId": asked["interactionId"], "approved": True},
-                    return_immediately=True,
-                )
+                # README "Connections": the person connects in a browser; the page names support's caller
+                await asyncio.to_thread(connect, asked["detail"]["authorizationUrl"])
                 view = await caller.wait_for(
                     task["id"],
                     lambda t: state(t) in ENDED

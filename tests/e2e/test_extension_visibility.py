@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from a2a_caller import EFFECTS, FILES, INTERACTIONS, PROFILE, PROGRESS, TELEMETRY
-from conftest import ALICE, auth, rpc, user_message
+from conftest import ALICE, auth, poll, rpc, user_message
+from consent import connect, disconnect
 from nylorun.engine import Agent, Skill, Turn
 from nylorun.profile.components import COMPONENT_MEDIA_TYPE, FALLBACK
 from nylorun_local.runtime import LocalRuntime
@@ -107,15 +108,21 @@ def drive_support(observer: Observer) -> list[str]:
     """The walk-through to COMPLETED, then a task canceled while it waits. Returns both task ids."""
     raw = {"raw": base64.b64encode(BOX_FILE).decode(), "mediaType": "text/plain", "filename": "box.txt",
            "metadata": {"note": "mine"}}
+    disconnect(observer.url.split("/v1/")[0], ALICE)  # connections outlive tasks: this walk connects afresh
     first = user_message("I want a refund", metadata=MINE)
     first["parts"].append(raw)
     task = observer.send("question", first)
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     task = observer.send("answered by text", answer(task["id"], "A-1001"))
     assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
-    connected = answer(task["id"], "connected", interactionId=observer.interaction(task["id"]), approved=True)
-    task = observer.send("connection", connected)
+    # A text reply to the connection is recorded and connects nothing (Profile v2: text never approves)
+    task = observer.send("connection", answer(task["id"], "connected"))
     assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+    # README "Connections": connected in a browser; the turn resumes by itself to the approval
+    asked = observer.interaction(task["id"])
+    connect(observer.peek(task["id"])["status"]["message"]["metadata"][INTERACTIONS]["detail"]["authorizationUrl"])
+    poll(lambda: observer.peek(task["id"]), lambda t: t["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+         and t["status"]["message"]["metadata"][INTERACTIONS]["interactionId"] != asked)
     task = observer.send("text does not approve", answer(task["id"], "yes"))
     assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
     approved = answer(task["id"], "ok", interactionId=observer.interaction(task["id"]), approved=True)

@@ -26,6 +26,7 @@ from a2a_caller import (
     status_ext,
 )
 from conftest import ALICE, rpc, user_message
+from consent import connect, disconnect
 from nylorun.engine import Agent, Skill, Turn
 from nylorun_examples.support import REFUNDS
 from nylorun_local.runtime import LocalRuntime
@@ -298,6 +299,8 @@ def test_two_racing_answers_exactly_one_wins(local_runtime: LocalRuntime, agents
 
 # ---------------------------------------------------------------- questions, connections, core tier
 def test_support_question_connection_approval_walkthrough(local_runtime: LocalRuntime, agents: dict) -> None:
+    disconnect(local_runtime.base_url, ALICE)  # connections outlive tasks: this walk connects afresh
+
     async def body() -> None:
         async with caller(local_runtime, "support") as alice:
             # A question: which order → INPUT_REQUIRED
@@ -310,8 +313,9 @@ def test_support_question_connection_approval_walkthrough(local_runtime: LocalRu
             assert state(task) == "TASK_STATE_AUTH_REQUIRED"
             connection = status_ext(task, INTERACTIONS)
             assert connection["kind"] == "connection" and connection["detail"]["connection"] == "payments"
-            # Connected → the approval, with the order in its detail
-            task = await alice.send("done", task_id=task["id"], answer={"interactionId": connection["interactionId"], "approved": True})
+            # Connected in a browser (README "Connections") → the turn resumes by itself to the approval
+            await asyncio.to_thread(connect, connection["detail"]["authorizationUrl"])
+            task = await alice.wait_for(task["id"], lambda t: (status_ext(t, INTERACTIONS) or {}).get("kind") == "approval")
             approval = status_ext(task, INTERACTIONS)
             assert approval["kind"] == "approval" and approval["detail"]["orderId"] == "A-1002"
             refunds_before = len(REFUNDS)
@@ -329,6 +333,8 @@ def test_support_question_connection_approval_walkthrough(local_runtime: LocalRu
 
 
 def test_core_tier_gets_text_questions_and_text_still_does_not_approve(local_runtime: LocalRuntime, agents: dict) -> None:
+    disconnect(local_runtime.base_url, ALICE)
+
     async def body() -> None:
         async with caller(local_runtime, "support", extensions=None) as core:
             # Given no extension activated: the question arrives as text only
@@ -340,7 +346,9 @@ def test_core_tier_gets_text_questions_and_text_still_does_not_approve(local_run
             # A question can be answered by text in the core tier
             task = await core.send("A-1001", task_id=task["id"])
             assert state(task) == "TASK_STATE_AUTH_REQUIRED"
-            assert "Connection needed (payments)" in task["status"]["message"]["parts"][0]["text"]
+            # Profile v2: a core-tier caller reads the prompt and where to connect, as text
+            text = task["status"]["message"]["parts"][0]["text"]
+            assert "Connection needed (payments)" in text and "/v1/a2a/connections/start?task=" in text
             # But a text reply never completes a connection or an approval
             again = await core.send("I connected it", task_id=task["id"])
             assert state(again) == "TASK_STATE_AUTH_REQUIRED"

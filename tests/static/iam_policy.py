@@ -56,7 +56,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         # the push secret (a caller's own signing keys); the Runtime key (keyed subject digests, page tokens)
         "secretsmanager:GetSecretValue",
         "states:StartExecution", "states:StopExecution", "states:SendTaskSuccess", "states:SendTaskFailure",
-        "kms:Encrypt", "kms:Decrypt",  # seals push credentials (purpose push-credential); opens callback tokens
+        # seals push credentials (purpose push-credential); opens callback tokens; seals and opens connections' tokens
+        "kms:Encrypt", "kms:Decrypt",
     }),
     "TurnFunctionRole": frozenset({
         # the task, its journal (ConditionCheck: no effect after CANCELED), its context, its file versions, its
@@ -64,7 +65,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
         "s3:PutObject", "s3:GetObject", "s3:GetObjectVersion",  # fetched url parts, outputs, reading inbound files
         "states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure",  # next turn; resume / abandon
-        "kms:Encrypt",  # seals the callback token it parks; opens nothing
+        "kms:Encrypt",  # seals the callback token it parks, and a connection's refreshed tokens
+        "kms:Decrypt",  # opens a connection's tokens (purpose connection) to use them; nothing else
         "secretsmanager:GetSecretValue",  # the Runtime key: the subject's keyed digest
         # nylorun.models (models/bedrock.py): converse → InvokeModel on the ModelId; with a guardrail, ApplyGuardrail
         "bedrock:InvokeModel", "bedrock:ApplyGuardrail",

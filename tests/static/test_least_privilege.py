@@ -263,8 +263,9 @@ def test_the_turn_reaches_only_the_items_a_turn_touches() -> None:
     # Given the turn role's table statement
     keys = _turn_leading_keys(real_template())
     # Then it is scoped by partition key to the task, journal, context and file items and the subject's quota counts
-    # (released by the ending status): no push config (credentials), no message dedupe record
-    assert sorted(keys) == ["CTX#*", "FILE#*", "JRN#*", "SUBJ#*", "TASK#*"]
+    # (released by the ending status), and the subject's connections (README "Connections": a turn reads and refreshes
+    # its tokens): no push config (credentials), no message dedupe record, no consent in flight (CSTATE#)
+    assert sorted(keys) == ["CONN#*", "CTX#*", "FILE#*", "JRN#*", "SUBJ#*", "TASK#*"]
 
 
 def _turn_statement(tpl: dict[str, Any], action: str) -> dict[str, Any]:
@@ -292,9 +293,11 @@ BROKEN_ACTIONS: dict[str, tuple[Any, str]] = {
         ]) or t,
         "'s3:PutLifecycleConfiguration', 's3:PutObjectAcl'",
     ),
-    "kms:Decrypt on the turn role (it could open push credentials)": (
-        lambda t: _turn_statement(t, "kms:Encrypt")["Action"].append("kms:Decrypt") or t,
-        "TurnFunctionRole: actions the code does not call: ['kms:Decrypt']",
+    # The turn opens connections' tokens (kms:Decrypt, purpose connection): which purposes each role may open is
+    # test_each_function_may_seal_or_open_only_its_own_kind_of_secret's; an action it never calls is this check's.
+    "kms:CreateGrant on the turn role (it could hand the key on)": (
+        lambda t: _turn_statement(t, "kms:Encrypt")["Action"].append("kms:CreateGrant") or t,
+        "TurnFunctionRole: actions the code does not call: ['kms:CreateGrant']",
     ),
     "DynamoDBCrudPolicy back on the push function": (
         _sam_policy("PushFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "TasksTable"}}}),
@@ -357,6 +360,12 @@ def test_each_function_may_seal_or_open_only_its_own_kind_of_secret() -> None:
         ("TurnFunctionRole", "kms:Encrypt", "task-token"),
         ("TurnFunctionRole", "kms:Encrypt", "delegation"),
         ("PushFunction", "kms:Decrypt", "push-credential"),
+        # README "Connections": the api seals tokens at the callback and opens them to revoke; the turn opens them to
+        # use and seals refreshed ones. The push function never sees one.
+        ("ApiFunction", "kms:Encrypt", "connection"),
+        ("ApiFunction", "kms:Decrypt", "connection"),
+        ("TurnFunctionRole", "kms:Encrypt", "connection"),
+        ("TurnFunctionRole", "kms:Decrypt", "connection"),
     }
 
 

@@ -34,6 +34,7 @@ from unit_support import (
     Runtime,
     agent_of,
     answer,
+    connect,
     message,
     open_interaction,
     runtime,
@@ -471,10 +472,12 @@ def test_the_model_asks_for_a_connection_the_author_named(bedrock: Any) -> None:
     assert "Invalid arguments" in calls[1]["messages"][-1]["content"][0]["toolResult"]["content"][0]["text"]
     asked = open_interaction(task)
     assert state(task) == TaskState.AUTH_REQUIRED and asked["kind"] == "connection"
-    assert (asked["prompt"], asked["detail"]) == ("I need your payments account to refund.", {"connection": "payments"})
+    assert asked["prompt"] == "I need your payments account to refund."
+    assert asked["detail"]["connection"] == "payments" and "authorizationUrl" in asked["detail"]
     # When the person connects, Then the model reads that it is connected
     stubber.add_response("converse", final("Connected, refunding now."), None)
-    done = rt.send(**answer(task, approved=True))
+    connect(rt, task)
+    done = get(rt, task["id"])
     assert calls[2]["messages"][-1] == result_of("t2", {"json": {"connected": True}})
     assert status_text(done) == "Connected, refunding now." and len(calls) == 3
     hidden_from_callers(rt, task["id"], writes)
@@ -484,7 +487,7 @@ def test_the_model_asks_for_a_connection_the_author_named(bedrock: Any) -> None:
     ("builtin", "use", "reply"),
     [
         (ask_person, {"question": "Which order?"}, {"value": "A-1001"}),
-        (ask_connection("payments"), {"connection": "payments", "reason": "To refund."}, {"approved": True}),
+        (ask_connection("payments"), {"connection": "payments", "reason": "To refund."}, {"approved": False}),
         (keep_plan[0], {"steps": ["Refund it"]}, None),
     ],
     ids=["question", "connection", "plan"],

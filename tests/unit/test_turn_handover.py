@@ -54,7 +54,7 @@ BAD: dict[str, tuple[Callable[[Turn], Any], str]] = {
     "question prompt": (lambda t: t.question(5), "turn.question: prompt must be a str, not int"),
     "approval detail": (lambda t: t.approval("Ship?", detail=["x"]), "turn.approval: detail must be a dict or None"),
     "approval detail JSON": (lambda t: t.approval("Ship?", detail={"at": NOW}), "turn.approval: detail must be JSON"),
-    "connection name": (lambda t: t.connection(5, "Connect"), "turn.connection: name must be a str, not int"),
+    "connection name": (lambda t: t.connection(5, prompt="Connect"), "turn.connection: name must be a str, not int"),
     "reject": (lambda t: t.reject(5), "turn.reject: text must be a str, not int"),
     "write_file path": (lambda t: t.write_file("../etc/passwd", "x"), "turn.write_file: not a valid output path"),
     "write_file data": (lambda t: t.write_file("out.txt", 5), "turn.write_file: data must be bytes or a str, not int"),

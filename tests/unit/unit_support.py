@@ -9,16 +9,21 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from nylorun.adapters.memory import InMemoryContextQueue, InMemoryOrchestrator, InMemoryTaskStore
+from nylorun.adapters.memory.connections import InMemoryConnectionStore
+from nylorun.domain.connections import Provider
 from nylorun.engine.agent import Agent, AgentRegistry, Skill, TurnFunction
+from nylorun.engine.connections import ConnectionDeps
 from nylorun.engine.runner import TurnRunner
 from nylorun.ports import Owner, TaskRecord
 from nylorun.profile.extensions import INTERACTIONS, PROFILE_EXTENSIONS
 from nylorun.protocol.errors import A2AError
 from nylorun.protocol.models import Message, Part, Role, SendMessageRequest, TaskState
 from nylorun.service.a2a import A2AService, Caller
+from nylorun.service.connections import ConnectionFlow
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
@@ -73,6 +78,7 @@ class Runtime:
     runner: TurnRunner
     service: A2AService
     settings: Settings = field(default_factory=Settings)
+    connections: Any = None  # the ConnectionFlow (README "Connections")
 
     def send(self, text: str = "hello", caller: Caller = TYPED, **message: Any) -> dict[str, Any]:
         """SendMessage as a caller sends it. The in-memory turn has run by the time it answers; the blocking
@@ -86,16 +92,57 @@ class Runtime:
         return record
 
 
+class FakeOAuth:
+    """A provider that answers every code with fresh tokens (the OAuth client port, no HTTP)."""
+
+    def __init__(self) -> None:
+        self.issued = 0
+
+    def authorization_url(self, provider: Provider, redirect_uri: str, scopes: list[str], state: str, verifier: str) -> str:
+        return f"{provider.authorize_url}?{urlencode({'state': state, 'scope': ' '.join(scopes)})}"
+
+    def exchange(self, provider: Provider, redirect_uri: str, code: str, code_verifier: str) -> dict[str, Any]:
+        self.issued += 1
+        return {"access_token": f"at-{self.issued}", "refresh_token": f"rt-{self.issued}", "expires_at": 2**40}
+
+    def refresh(self, provider: Provider, refresh_token: str) -> dict[str, Any]:
+        return self.exchange(provider, "", "", "")
+
+    def revoke(self, provider: Provider, token: str) -> None:
+        pass
+
+
+PAYMENTS = Provider.model_validate(
+    {"name": "payments", "authorizeUrl": "https://pay.test/authorize", "tokenUrl": "https://pay.test/token", "clientId": "c"}
+)
+
+
 def runtime(*agents: Agent, store: InMemoryTaskStore | None = None, strict_components: bool = True) -> Runtime:
     store = store or InMemoryTaskStore()
     orchestrator, queue = InMemoryOrchestrator(), InMemoryContextQueue()
     scheduler = TurnScheduler(store, orchestrator, queue)
     registry = AgentRegistry(agents)
-    runner = TurnRunner(store, registry, orchestrator, on_ended=scheduler.ended, strict_components=strict_components)
+    connections = ConnectionDeps(InMemoryConnectionStore(), FakeOAuth(), {"payments": PAYMENTS}, None, "https://rt.test")
+    runner = TurnRunner(
+        store, registry, orchestrator, on_ended=scheduler.ended, strict_components=strict_components,
+        connections=connections,
+    )
     orchestrator.attach(runner)
     settings = Settings(a2a_wait_ms=0, auth="none")
-    service = A2AService(store, orchestrator, registry, settings, scheduler, sleep=lambda _: None)
-    return Runtime(store, orchestrator, queue, scheduler, runner, service, settings)
+    answers: list[A2AService] = []
+    flow = ConnectionFlow(store, connections, lambda *a: answers[0]._answer(*a))
+    service = A2AService(store, orchestrator, registry, settings, scheduler, sleep=lambda _: None, connections=flow)
+    answers.append(service)
+    return Runtime(store, orchestrator, queue, scheduler, runner, service, settings, flow)
+
+
+def connect(rt: Runtime, task: dict[str, Any]) -> None:
+    """The person consents: the flow started from the open connection, the provider's redirect completed."""
+    interaction = rt.record(task["id"]).interaction
+    assert interaction is not None
+    waiting = rt.connections.waiting(task["id"], interaction.interaction_id)
+    state = parse_qs(urlsplit(rt.connections.start(waiting, "browser")).query)["state"][0]
+    rt.connections.complete(state, "code", "browser")
 
 
 def refused(rt: Runtime, **message: Any) -> A2AError:

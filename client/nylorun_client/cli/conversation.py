@@ -67,6 +67,11 @@ async def _converse(client: NylorunClient, out: Output, task: TaskView) -> int:
         if not task.interrupted:  # WORKING with an uncertain effect: an operator's turn, not this caller's
             out.left_waiting(task)
             return EXIT_WAITING
+        if task.interaction is not None and task.interaction.kind == "connection":
+            # README "Connections": the person connects in a browser; the turn resumes by itself, so wait for it.
+            out.connect(task)
+            answered.add(task.waiting_key)
+            continue
         reply = out.ask(task)
         if reply is None:
             out.left_waiting(task)

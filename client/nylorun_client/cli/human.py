@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nylorun_client.cli.notes import waiting_message
-from nylorun_client.cli.output import Reply
+from nylorun_client.cli.output import Reply, connect_note
 from nylorun_client.cli.render import print_outcome, render_interaction, render_task, state_style
 from nylorun_client.draw import render_components
 from nylorun_client.prompts import PromptCancelled, cancellable
@@ -85,14 +85,15 @@ class HumanOutput:
         self.console.print(render_interaction(task))
         if interaction.kind == "question":
             return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
-        if interaction.kind == "connection":
-            name = str((interaction.detail or {}).get("connection", "it"))
-            question = Text(f"Is {name} connected?")
-        else:
-            question = Text("Approve?")
-        approved = Confirm.ask(question, console=self.console)
+        approved = Confirm.ask(Text("Approve?"), console=self.console)
         self._echo("y" if approved else "n")
         return Reply(approved=approved)
+
+    def connect(self, task: TaskView) -> None:
+        self.console.print(render_interaction(task))
+        note, url = connect_note(task)
+        self.console.print(Text(note, style="yellow"))
+        self.console.print(Text(url), soft_wrap=True)
 
     def _echo(self, answer: str) -> str:
         if not sys.stdin.isatty():  # the terminal echoes what a person types; a pipe does not

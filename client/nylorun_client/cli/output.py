@@ -17,6 +17,17 @@ from nylorun_client.views import MessageView, TaskView
 YES, NO = {"y", "yes", "true", "1", "approve", "approved"}, {"n", "no", "false", "0", "deny", "denied"}
 
 
+def connect_note(task: TaskView) -> tuple[str, str]:
+    """README "Connections": a connection is made in a browser, never by a y/n here. What to do, and the URL (on a
+    line of its own, never wrapped, so it can be copied whole)."""
+    url = str(((task.interaction.detail if task.interaction else None) or {}).get("authorizationUrl", ""))
+    note = (
+        "Open this link in your browser to connect (its page names you and the Agent). Waiting for the Agent to go "
+        f"on; ^C stops waiting, `nylorun approve --deny {task.id}` declines:"
+    )
+    return note, safe.clean(url)
+
+
 class InvalidAnswer(ClientError):
     """A --json answer line that does not fit what the task asks."""
 
@@ -31,6 +42,7 @@ class Output(Protocol):
     def update(self, task: TaskView) -> None: ...
     def live(self, task: TaskView) -> Any: ...  # a context manager around a stretch of updates
     def ask(self, task: TaskView) -> Reply | None: ...
+    def connect(self, task: TaskView) -> None: ...  # a connection: where to open it, then the turn is awaited
     def final(self, task: TaskView) -> None: ...
     def show(self, task: TaskView) -> None: ...
     def sent(self, task: TaskView) -> None: ...
@@ -75,6 +87,9 @@ class JsonOutput:
         if word not in YES | NO:
             raise InvalidAnswer(f"expected y or n for the {task.interaction.kind} on stdin, got {text!r}")
         return Reply(approved=word in YES)
+
+    def connect(self, task: TaskView) -> None:
+        print("\n".join(connect_note(task)), file=sys.stderr)  # stdout stays JSON: its task line has the URL too
 
     def final(self, task: TaskView) -> None:
         self.update(task)

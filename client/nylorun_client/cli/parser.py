@@ -8,6 +8,7 @@ from typing import Any
 
 from a2a.types import TaskState
 
+from nylorun_client.cli.connections import add_connections
 from nylorun_client.cli.conversation import answer, approve, send
 from nylorun_client.cli.receive import receive
 from nylorun_client.cli.tasks import cancel, get, list_tasks
@@ -51,7 +52,7 @@ def add_commands(commands: Any) -> None:
         sub.set_defaults(run=run)
 
     approve_cmd = commands.add_parser(
-        "approve", parents=[common], help="approve the open approval, or confirm the open connection"
+        "approve", parents=[common], help="approve the open approval (or decline the open connection with --deny)"
     )
     approve_cmd.add_argument("url", **url)
     approve_cmd.add_argument("task")
@@ -65,6 +66,8 @@ def add_commands(commands: Any) -> None:
     answer_cmd.add_argument("value")
     answer_cmd.add_argument("--no-wait", action="store_true", help="do not follow the task after answering")
     answer_cmd.set_defaults(run=answer)
+
+    add_connections(commands, common)
 
     hooks = commands.add_parser("webhooks", help="receive and verify push deliveries (Standard Webhooks)")
     hooks.add_argument("--port", type=int, default=8090, help="0 picks a free port (default 8090)")

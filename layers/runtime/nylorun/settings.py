@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nylorun.domain.connections import Provider
 from nylorun.domain.quotas import Quotas
 from nylorun.domain.signing import PushSigning
 from nylorun.limits import (
@@ -140,6 +141,10 @@ class Settings(BaseModel):
     # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
     # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
     # add to nylorun.models.prices' table: JSON {"model id": {"input": 0.8, "output": 4.0}}.
+    # README "Connections": the OAuth 2.0 providers Agents may ask a person to connect (a JSON list of
+    # domain/connections.py Provider), and deployed, the secret holding their client secrets ({"name": "secret"}).
+    connection_providers: list[Provider] = Field(default_factory=list)
+    connection_secrets_arn: str | None = None
     model: str = ""
     model_guardrail: str = ""
     model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -166,7 +171,7 @@ class Settings(BaseModel):
             return [subject.strip() for subject in value.split(",") if subject.strip()]
         return value
 
-    @field_validator("model_prices", mode="before")
+    @field_validator("model_prices", "connection_providers", mode="before")
     @classmethod
     def _json(cls, value: object) -> object:
         return json.loads(value) if isinstance(value, str) else value
@@ -278,6 +283,8 @@ class Settings(BaseModel):
             "max_turns_per_subject": "NYLORUN_MAX_TURNS_PER_SUBJECT",
             "max_push_configs_per_task": "NYLORUN_MAX_PUSH_CONFIGS_PER_TASK",
             "max_push_configs_per_subject": "NYLORUN_MAX_PUSH_CONFIGS_PER_SUBJECT",
+            "connection_providers": "NYLORUN_CONNECTION_PROVIDERS",
+            "connection_secrets_arn": "NYLORUN_CONNECTION_SECRETS_ARN",
             "model": "NYLORUN_MODEL",
             "model_guardrail": "NYLORUN_MODEL_GUARDRAIL",
             "model_prices": "NYLORUN_MODEL_PRICES",

@@ -31,8 +31,10 @@ from nylorun.settings import Settings
 if TYPE_CHECKING:  # each imported where it is built: the api function builds none of them
     from nylorun.adapters.a2a_client import A2aClient
     from nylorun.adapters.eventbridge import EventBridgeBus
+    from nylorun.engine.connections import ConnectionDeps
     from nylorun.engine.delegation import DelegationDeps
     from nylorun.engine.runner import TurnRunner
+    from nylorun.service.connections import ConnectionFlow
     from nylorun.service.delegation import DelegationCallbacks
     from nylorun.service.operator import OperatorService
     from nylorun.service.publish import EventPublisher
@@ -160,7 +162,7 @@ class Runtime:
     def service(self) -> A2AService:
         return A2AService(
             self.store, self.orchestrator, self.registry, self.settings, self.scheduler, files=self.files,
-            delegations=self.delegations,
+            delegations=self.delegations, connections=self.connection_flow,
         )
 
     @cached_property
@@ -169,7 +171,7 @@ class Runtime:
 
         return TurnRunner(
             self.store, self.registry, self.orchestrator, on_ended=self.scheduler.ended, files=self.files,
-            strict_components=self.settings.development, delegation=self.delegation,
+            strict_components=self.settings.development, delegation=self.delegation, connections=self.connections,
         )
 
     @cached_property
@@ -197,6 +199,43 @@ class Runtime:
         from nylorun.service.delegation import DelegationCallbacks
 
         return DelegationCallbacks(self.store, self.orchestrator, lambda: self.delegates, self.sealer, self.store)
+
+    @cached_property
+    def connections(self) -> ConnectionDeps | None:
+        """README "Connections": the providers the stack declares, their tokens' store, and the OAuth client (Authlib,
+        imported when a connection is first used); None when it declares none. An Agent that names a provider the
+        stack does not declare stops the Runtime here, at load time."""
+        from nylorun.engine.connections import ConnectionDeps, check_declared
+
+        settings = self.settings
+        providers = {provider.name: provider for provider in settings.connection_providers}
+        check_declared([a for n in self.registry.names() if (a := self.registry.get(n))], providers)
+        if not providers:
+            return None
+        from nylorun.adapters.dynamodb.connections import DynamoConnectionStore
+        from nylorun.adapters.oauth import AuthlibOAuth
+
+        secret_of: Callable[[str], str | None] = lambda name: None
+        if settings.connection_secrets_arn:
+            from nylorun.adapters.secrets import connection_secrets
+
+            secret_of = connection_secrets(self.client("secretsmanager"), settings.connection_secrets_arn)
+        return ConnectionDeps(
+            store=DynamoConnectionStore(self.client("dynamodb"), settings.table_name),
+            oauth=AuthlibOAuth(secret_of, timeout_seconds=settings.push_timeout_seconds),
+            providers=providers,
+            sealer=self.sealer,
+            base_url=settings.public_base_url or settings.delegation_callback_url or "",
+        )
+
+    @cached_property
+    def connection_flow(self) -> ConnectionFlow | None:
+        """The consent flow's pages and a caller's connections (api/connections.py)."""
+        if self.connections is None:
+            return None
+        from nylorun.service.connections import ConnectionFlow
+
+        return ConnectionFlow(self.store, self.connections, lambda *answer: self.service._answer(*answer))
 
     @cached_property
     def operators(self) -> OperatorService:
@@ -260,7 +299,7 @@ class Runtime:
 
         return create_app(
             self.service, self.registry, self.settings, Authenticator(self.settings), signing=self.signing_keys,
-            delegations=self.delegations,
+            delegations=self.delegations, connections=self.connection_flow,
         )
 
 

@@ -237,7 +237,16 @@ const scenarios = {
 
     const asked = await step('support-ask', userMessage('I want a refund'));
     const connect = await step('support-order', userMessage('A-1001', { taskId: asked?.id ?? '' }));
-    const approval = await step('support-connected', approve(connect));
+    // README "Connections": the person connects in a browser (the test does, beside this client); the turn
+    // resumes by itself, so the client reads the task until it asks for the approval.
+    const approval = await attempt('support-connected', async () => {
+      for (let i = 0; i < 600; i += 1) {
+        const task = await client.getTask(partial({ id: connect?.id ?? '' }), withProfile);
+        if (task?.status?.message?.metadata?.[INTERACTIONS]?.kind === 'approval') return task;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error('the turn did not resume after the connection');
+    }, view);
     await step('support-text-yes', userMessage('yes', { taskId: approval?.id ?? '' }));
     await step('support-approved', approve(approval));
   },

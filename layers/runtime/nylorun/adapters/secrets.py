@@ -3,6 +3,7 @@ and the Runtime's key."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -34,3 +35,18 @@ class SecretsManagerSigningSecrets:
 def runtime_key(client: Any, secret_id: str) -> str:
     """The Runtime's key (settings.runtime_key): it never changes, so it is read once per instance."""
     return str(SecretsProvider(boto3_client=client).get(secret_id, max_age=366 * 24 * 3600))
+
+
+def connection_secrets(client: Any, secret_id: str) -> Callable[[str], str | None]:
+    """README "Connections": the providers' client secrets, one JSON object {"provider": "secret"} in one secret,
+    read when a connection first needs one and kept 5 minutes (a rotated secret is used within that time)."""
+    provider: SecretsProvider | None = None
+
+    def secret_of(name: str) -> str | None:
+        nonlocal provider
+        provider = provider or SecretsProvider(boto3_client=client)
+        value = provider.get(secret_id, max_age=300, transform="json")
+        found = value.get(name) if isinstance(value, dict) else None
+        return str(found) if found else None
+
+    return secret_of

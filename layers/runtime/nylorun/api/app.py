@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
+from nylorun.api.connections import add_connection_routes
 from nylorun.domain.behalf import ON_BEHALF_HEADER, BadScope, honoured_scope
 from nylorun.engine.agent import AgentRegistry
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
@@ -59,6 +60,7 @@ from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
 if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2A client stay out of cold start
+    from nylorun.service.connections import ConnectionFlow
     from nylorun.service.delegation import DelegationCallbacks
 
 EXTENSIONS_HEADER = "A2A-Extensions"
@@ -102,6 +104,7 @@ def create_app(
     hop_to_thread: bool | None = None,
     signing: PushSigningKeys | None = None,
     delegations: DelegationCallbacks | None = None,
+    connections: ConnectionFlow | None = None,
 ) -> RuntimeApp:
     """`hop_to_thread`: whether a JSON-RPC request's service call (blocking: DynamoDB, Step Functions, the
     blocking SendMessage's wait) runs in the threadpool, keeping the event loop free for other requests.
@@ -183,6 +186,8 @@ def create_app(
         except CallbackRefused as refused:
             return JSONResponse({"error": refused.reason}, status_code=refused.status)
         return Response(status_code=204)
+
+    add_connection_routes(app, connections, authenticator, _unauthorized)  # README "Connections"
 
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]

@@ -54,6 +54,9 @@ class Agent:
     # SendMessage may answer with a Message instead of a Task).
     # It must have no side effects; anything durable belongs in `run`.
     direct: DirectFunction | None = None
+    # The connection providers its turns ask for (`turn.connection`): one the stack does not declare stops the
+    # Runtime from loading it (README "Connections"), before any person is asked.
+    connections: list[str] = field(default_factory=list)
 
     def turn(self, fn: TurnFunction) -> TurnFunction:
         self.run = fn

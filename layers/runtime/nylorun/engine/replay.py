@@ -106,6 +106,10 @@ class Replay:
         """How many waits the agent has reached so far in this turn (each a park of its Step Functions execution)."""
         return sum(1 for seq, entry in self._journal.items() if entry.kind == "wait" and seq <= self._seq)
 
+    def next_id(self, prefix: str) -> str:
+        """The id the next journaled operation will have: an interaction's, for a URL that names it in its detail."""
+        return opaque_id(self._task_id, self._seq + 1, prefix)
+
     # ------------------------------------------------------------------ caller-visible writes
     def show(self, write: Write) -> None:
         """A status write: made now, or while replaying held back (the latest replaces any held one) until

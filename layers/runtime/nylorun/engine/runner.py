@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from nylorun.domain.messages import agent_text, current_trace_id, totals, with_telemetry
 from nylorun.engine.agent import AgentRegistry
+from nylorun.engine.connections import ConnectionDeps
 from nylorun.engine.delegation import DelegationDeps
 from nylorun.engine.files import FileFetchFailed, FileService
 from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay, Waiting, opaque_id
@@ -65,8 +66,9 @@ class TurnRunner:
         *,
         strict_components: bool = True,
         delegation: DelegationDeps | None = None,
+        connections: ConnectionDeps | None = None,
     ) -> None:
-        self._delegation = delegation
+        self._delegation, self._connections = delegation, connections
         self._files = files
         # An invalid component: an error in the agent's code (development) or a dropped part (deployed).
         self._strict_components = strict_components
@@ -124,7 +126,8 @@ class TurnRunner:
         output = TurnOutput(plan=list(record.plan))
         replay = Replay(self._store, task_id, self._store.journal(task_id))
         turn = Turn(
-            self._store, record, replay, output, self._files, strict=self._strict_components, delegation=self._delegation
+            self._store, record, replay, output, self._files, strict=self._strict_components, delegation=self._delegation,
+            connections=self._connections,
         )
         trace_id = current_trace_id(task_id)
         try:

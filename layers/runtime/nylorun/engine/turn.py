@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -30,8 +29,10 @@ from nylorun.domain.files import clean_path
 from nylorun.domain.files import scope as file_scope
 from nylorun.domain.ids import derive_task_id
 from nylorun.engine import handover
+from nylorun.engine.connections import Connection, ConnectionDeps, Declined, authorization_url, connect
 from nylorun.engine.delegation import Credentials, Delegated, Delegation, DelegationDeps
 from nylorun.engine.files import FETCH_EFFECT, WRITE_EFFECT, FileHandle, FileService
+from nylorun.engine.output import TurnOutput
 from nylorun.engine.replay import EffectFunction, Interrupted, NonDeterministicAgent, OutcomeLost, Replay
 from nylorun.observability import logger, metrics
 from nylorun.ports import TaskRecord, TaskStore, TurnCanceled
@@ -63,23 +64,6 @@ class TurnFailed(Exception):
         self.text = text
 
 
-@dataclass
-class TurnOutput:
-    """What the agent left on its turn, for the runner: the plan, the reply and whether it rejected."""
-
-    plan: list[PlanStep] = field(default_factory=list)
-    note: str | None = None  # the latest step text (`turn.say`)
-    reply: Message | None = None
-    rejected: bool = False
-    # `turn.show`: the components in view on the turn's status messages, by kind and title (a later `show` of
-    # the same kind and title replaces one, so a timeline can move on).
-    shown: dict[tuple[str, str | None], list[Part]] = field(default_factory=dict)
-
-    @property
-    def view(self) -> list[Part]:
-        return [part for parts in self.shown.values() for part in parts]
-
-
 class Turn:
     """What an agent's turn function works with. See the README's "Writing an Agent"."""
 
@@ -93,8 +77,9 @@ class Turn:
         *,
         strict: bool = True,
         delegation: DelegationDeps | None = None,
+        connections: ConnectionDeps | None = None,
     ) -> None:
-        self._delegation = delegation
+        self._delegation, self._connections = delegation, connections
         self._strict = strict  # an invalid component raises (development) or is dropped (deployed)
         self._store = store
         self._record = record
@@ -239,10 +224,18 @@ class Turn:
         """Ask the caller a question (INPUT_REQUIRED); returns the answer's value."""
         return self._ask("question", prompt, detail)["value"]
 
-    def connection(self, name: str, prompt: str, detail: dict[str, Any] | None = None) -> bool:
-        """Ask the caller to connect an account (AUTH_REQUIRED, kind `connection`); True once connected."""
-        handover.text("turn.connection", "name", name), handover.detail("turn.connection", detail)
-        return bool(self._ask("connection", prompt, {"connection": name, **(detail or {})})["approved"])
+    def connection(self, name: str, *, scopes: Sequence[str] = (), prompt: str) -> Connection | Declined:
+        """The person's account at provider `name` (README "Connections"): a `Connection` at once when connected
+        with `scopes`, else after they connect (AUTH_REQUIRED, kind `connection`); `Declined` (falsy) if not."""
+        handover.text("turn.connection", "name", name), [handover.text("turn.connection", "scope", s) for s in scopes]
+
+        def ask(detail: dict[str, Any]) -> dict[str, Any]:
+            assert self._connections is not None  # connect() refused a Runtime without providers
+            url = authorization_url(self._connections, self.task_id, self._replay.next_id("ia"))
+            return self._ask("connection", prompt, {**detail, "authorizationUrl": url})
+
+        effect: Callable[[str, EffectFunction], Any] = lambda n, fn: self._replay.effect(n, fn, idempotent=True)
+        return connect(self._connections, self._record.owner, effect, ask, name, scopes)
 
     def _ask(self, kind: InteractionKind, prompt: str, detail: dict[str, Any] | None) -> dict[str, Any]:
         method = f"turn.{kind}"
@@ -383,6 +376,8 @@ class Turn:
 
 
 __all__ = [
+    "Connection",
+    "Declined",
     "Delegated",
     "Finished",
     "Interrupted",

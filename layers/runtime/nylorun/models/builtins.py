@@ -57,7 +57,7 @@ def ask_connection(*names: str) -> Tool:
         raise ValueError("ask_connection: name the connections the model may ask for")
 
     def connect(turn: Turn, connection: str, reason: str) -> dict[str, Any]:
-        return {"connected": turn.connection(connection, reason)}
+        return {"connected": bool(turn.connection(connection, prompt=reason))}
 
     connect.__doc__ = (
         f"Ask the person to connect an account ({', '.join(names)}) and wait until they have. The person reads"

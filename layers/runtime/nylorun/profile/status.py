@@ -72,8 +72,12 @@ def core_text(interaction: Interaction) -> str:
             "Only an interactions/v1 answer approves; a text reply does not."
         )
     if interaction.kind == "connection":
-        name = (interaction.detail or {}).get("connection", "an account")
-        return f"Connection needed ({name}): {interaction.prompt}"
+        detail = interaction.detail or {}
+        name, url = detail.get("connection", "an account"), detail.get("authorizationUrl")
+        # Profile v2: a core-tier caller sees the prompt and where to connect as text (the URL is no secret: the
+        # page it opens names the subject and the Agent before the provider's consent page).
+        opening = f" To connect, open {url}" if url else ""
+        return f"Connection needed ({name}): {interaction.prompt}{opening}"
     return interaction.prompt
 
 

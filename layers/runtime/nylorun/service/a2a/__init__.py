@@ -24,6 +24,7 @@ from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
 if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2A client stay out of cold start
+    from nylorun.service.connections import ConnectionFlow
     from nylorun.service.delegation import DelegationCallbacks
 
 __all__ = ["A2AService", "Caller"]
@@ -40,7 +41,9 @@ class A2AService(Messages, Tasks, PushConfigs):
         sleep: Callable[[float], None] = time.sleep,
         files: FileService | None = None,
         delegations: DelegationCallbacks | None = None,
+        connections: ConnectionFlow | None = None,
     ) -> None:
+        self._connections = connections  # README "Connections": what a typed answer to a connection may say
         # README "Delegating to another Agent": cancel is real, a canceled task's delegates are canceled too.
         self._delegations = delegations
         self._files = files

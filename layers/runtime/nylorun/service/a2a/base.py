@@ -17,6 +17,7 @@ from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
 
 if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2A client stay out of cold start
+    from nylorun.service.connections import ConnectionFlow
     from nylorun.service.delegation import DelegationCallbacks
 
 
@@ -25,6 +26,7 @@ class ServiceBase:
     operations."""
 
     _delegations: DelegationCallbacks | None
+    _connections: ConnectionFlow | None = None  # set by wiring when the stack declares providers
     _files: FileService | None
     _store: TaskStore
     _orchestrator: TurnOrchestrator

@@ -77,6 +77,7 @@ class Messages(InboundFiles, Replies, PushConfigs):
                 )
             if record.state.interrupted:
                 value = answer_value(record, message, answer)  # checked before any file is stored
+                self._check_connection_answer(record, value)
                 with self._inbound_files(caller, record.context_id, message) as reply:
                     reply = reply.model_copy(update={"context_id": record.context_id})
                     record = self._answer(record, reply, retry_key, value)

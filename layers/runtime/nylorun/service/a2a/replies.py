@@ -8,6 +8,7 @@ from nylorun.ports import DuplicateMessage, InteractionClosed, TaskRecord, TooLa
 from nylorun.profile.components import view_parts
 from nylorun.profile.extensions import INTERACTIONS, with_extension
 from nylorun.profile.status import ANSWERED_TEXT, text_does_not_approve, with_plan
+from nylorun.protocol.errors import InvalidParamsError
 from nylorun.protocol.models import JsonObject, Message, TaskState, TaskStatus
 from nylorun.service.a2a.base import ServiceBase
 from nylorun.service.a2a.refusals import over_budget
@@ -44,6 +45,14 @@ class Replies(ServiceBase):
             self._orchestrator.resume(token)
         # else: the turn has not parked its token yet; parking sees the answer and resumes itself.
         return self._store.get(record.task_id) or record
+
+    def _check_connection_answer(self, record: TaskRecord, value: JsonObject | None) -> None:
+        """README "Connections": a typed `approved: true` connects nothing; it counts only when the subject has
+        the connection already (connected in another task meanwhile). `approved: false` declines."""
+        if value == {"approved": True} and record.interaction is not None and record.interaction.kind == "connection":
+            if self._connections is None:
+                raise InvalidParamsError("This Runtime declares no connection providers: answer `approved: false`")
+            self._connections.refuse_unconnected(record)
 
     @staticmethod
     def _resuming(record: TaskRecord, text: str = ANSWERED_TEXT) -> Message:
