@@ -261,8 +261,9 @@ def test_the_throttling_check_fails_on_the_template_whose_open_routes_share_the_
 ) -> None:
     # Given the template as it was
     problems = throttling_problems(transformed["before"])
-    # Then the three routes without login are named
+    # Then the routes without login are named
     assert sorted({p.split(":")[0] for p in problems}) == [
         "GET /v1/a2a/agents", "GET /v1/a2a/agents/{agent}/.well-known/agent-card.json",
+        "GET /v1/a2a/connections/callback", "GET /v1/a2a/connections/start", "POST /v1/a2a/connections/confirm",
         "POST /v1/a2a/delegations/{taskId}/{key}",
     ]  # fmt: skip
