@@ -18,6 +18,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nylorun.limits import MAX_REQUEST_BYTES
 from nylorun_local.runtime import LocalRuntime
 from reliability_kit import TableScan, auth, settled, snapshot, user_message
 
@@ -209,6 +210,8 @@ def _strict(text: str) -> Any:
 
 def expected_id(body: bytes) -> tuple[bool, Any]:
     """(known, id): the id a JSON-RPC answer must carry, when the request's id can be read at all."""
+    if len(body) > MAX_REQUEST_BYTES:
+        return True, None  # refused from its length, never parsed (README "Limits"): the id is never read
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):
@@ -312,6 +315,8 @@ def test_a2a_methods_with_garbage_params_get_an_error_and_write_nothing(
         # Then an error, unless it is a read that may answer with its defaults
         if "result" in answer:
             assert request["method"] in READS_WITH_DEFAULTS, answer
+        elif len(body) > MAX_REQUEST_BYTES:  # refused from its length before the method is looked at
+            assert answer["error"]["code"] == -32600, answer
         elif request["method"] not in A2A_METHODS:
             id_valid = isinstance(request["id"], (str, int, type(None))) and not isinstance(request["id"], bool)
             assert answer["error"]["code"] == (-32601 if id_valid else -32600), answer
