@@ -8,6 +8,7 @@ import re
 from urllib.parse import urljoin
 
 import httpx
+from nylorun.domain.behalf import ON_BEHALF_HEADER, caller_scope
 
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 FORM = re.compile(r'<form method="post" action="([^"]+)">')
@@ -36,8 +37,13 @@ def connect(authorization_url: str, *, allow: bool = True, browser: httpx.Client
             browser.close()
 
 
-def disconnect(base_url: str, token: str, agent: str = "support", provider: str = "payments") -> None:
-    """Revoke the subject's connection if it has one (connections outlive tasks: each test starts without)."""
-    answer = httpx.delete(f"{base_url}/v1/a2a/connections/{agent}/{provider}",
-                          headers={"Authorization": f"Bearer {token}"}, timeout=30)
+def disconnect(
+    base_url: str, token: str, agent: str = "support", provider: str = "payments", *, on_behalf_of: str | None = None
+) -> None:
+    """Revoke the subject's connection if it has one (connections outlive tasks: each test starts without). A
+    delegating subject's (`token`) for its caller `on_behalf_of` (nylorun.domain.behalf) with that caller's scope."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if on_behalf_of is not None:
+        headers[ON_BEHALF_HEADER] = caller_scope(on_behalf_of)
+    answer = httpx.delete(f"{base_url}/v1/a2a/connections/{agent}/{provider}", headers=headers, timeout=30)
     assert answer.status_code in (204, 404), answer.text

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import httpx
@@ -13,8 +14,10 @@ import pytest
 from a2a_caller import INTERACTIONS
 from conftest import ALICE, BOB, poll, rpc, user_message
 from consent import connect, disconnect, submit
+from nylorun_client.command import main
 from nylorun_examples.support import REFUNDS
 from nylorun_local.runtime import LocalRuntime
+from webhook_receiver import Receiver, own_secrets
 
 PROFILE_HEADERS = {"A2A-Extensions": INTERACTIONS}
 
@@ -211,9 +214,19 @@ def test_tokens_appear_in_no_item_stream_record_log_answer_or_push(
     provider = local_runtime.payments
     caplog.set_level(logging.DEBUG)
     task = until_connection(support)
-    connect(open_interaction(task)["detail"]["authorizationUrl"])
-    answers = [json.dumps(resumed(support, task))]
-    answers.append(json.dumps(answer(get(support, task["id"]), True, url=support)))
+    # A webhook receiver on the task: every push body from here on is read too
+    receiver = Receiver(own_secrets(local_runtime.base_url, ALICE))
+    try:
+        created = rpc(support, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url, "id": "leak"}, token=ALICE)
+        assert "result" in created, created
+        connect(open_interaction(task)["detail"]["authorizationUrl"])
+        answers = [json.dumps(resumed(support, task))]
+        answers.append(json.dumps(answer(get(support, task["id"]), True, url=support)))
+        poll(lambda: [r for r in receiver.requests if "TASK_STATE_COMPLETED" in json.dumps(r["body"])], bool, timeout=30)
+        pushed = json.dumps([r["body"] for r in receiver.requests])
+    finally:
+        receiver.close()
+    assert "TASK_STATE_AUTH_REQUIRED" in pushed and "TASK_STATE_WORKING" in pushed  # the approval and the refund pushed
     tokens = [*provider.access, *provider.refresh]
     assert tokens
     assert local_runtime.stack is not None
@@ -221,5 +234,30 @@ def test_tokens_appear_in_no_item_stream_record_log_answer_or_push(
     stream = json.dumps(local_runtime.aws.stream_records(local_runtime.stack.table_stream_arn, 0, 1_000_000), default=str)
     logs = caplog.text
     for token in tokens:
-        for where, text in (("item", items), ("stream", stream), ("log", logs), ("answer", " ".join(answers))):
+        for where, text in (("push", pushed), ("item", items), ("stream", stream), ("log", logs), ("answer", " ".join(answers))):
             assert token not in text, f"a token in a {where}"
+
+
+def test_an_operator_sees_counts_per_agent_and_provider_never_a_token(
+    local_runtime: LocalRuntime, support: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def admin(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code = main(["admin", "--local", str(local_runtime.options.port), *args, "connections"])
+        return code, capsys.readouterr().out
+
+    def counted() -> int:
+        code, out = admin("--json")
+        assert code == 0, out
+        return sum(r["connections"] for r in json.loads(out)["connections"] if (r["agent"], r["provider"]) == ("support", "payments"))
+
+    before = counted()
+    # When alice connects payments for support
+    task = until_connection(support)
+    connect(open_interaction(task)["detail"]["authorizationUrl"])
+    resumed(support, task)
+    # Then the operator's count for support/payments is one more, in JSON and as text, and names no subject or token
+    assert counted() == before + 1
+    code, text = admin()
+    assert code == 0 and re.search(rf"^support/payments +{before + 1}$", text, re.MULTILINE), text
+    assert "alice" not in text and not [t for t in [*local_runtime.payments.access, *local_runtime.payments.refresh] if t in text]

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from chromium import browser, served
 from conftest import ALICE, auth, held_agent, rpc, user_message
+from consent import disconnect
 from core_agent import QUESTION, core_app
 from nylorun_client.console import console_app
 from nylorun_local.runtime import LocalRuntime
@@ -94,10 +95,29 @@ def expect_state(page: Any, state: str) -> None:
     expect(page.locator("#task-state")).to_have_text(state, timeout=30_000)
 
 
+def consent_in_a_new_tab(page: Any, prompt: str, for_whom: str = "alice") -> None:
+    """README "Connections": click Connect, and in the tab it opens confirm the Runtime's page (naming whom it is
+    for), Allow on the example provider's consent page, and read "Connected"; the tab is closed."""
+    from playwright.sync_api import expect
+
+    connection = page.locator("form.interaction.connection")
+    expect(connection).to_contain_text(prompt, timeout=60_000)
+    with page.context.expect_page() as opened:
+        connection.locator("button", has_text="opens a new tab").click()
+    tab = opened.value
+    expect(tab.locator("body")).to_contain_text(f"on behalf of {for_whom}.")
+    tab.locator("button", has_text="Connect Example Payments").click()
+    tab.locator("button", has_text="Allow").click()
+    expect(tab.locator("body")).to_contain_text("Connected. You can close this page")
+    tab.close()
+
+
 def test_support_walk_by_clicking_question_connection_text_yes_then_approve(
-    page: Any, agent_url: Callable[[str], str]
+    page: Any, agent_url: Callable[[str], str], local_runtime: LocalRuntime
 ) -> None:
     from playwright.sync_api import expect
+
+    disconnect(local_runtime.base_url, ALICE)  # connections outlive tasks: this walk connects afresh
 
     # Given: the console connected to the local Runtime's support Agent, with the token typed in the form
     connect(page, agent_url("support") + "/.well-known/agent-card.json")
@@ -110,10 +130,9 @@ def test_support_walk_by_clicking_question_connection_text_yes_then_approve(
     expect(question).to_contain_text("Which order should I refund?", timeout=30_000)
     question.locator("input").fill("A-1001")
     question.locator("button", has_text="Answer").click()
-    # Then: the connection is asked for, with a Connect button (no authorization URL: the button confirms)
-    connection = page.locator("form.interaction.connection")
-    expect(connection).to_contain_text("Connect your payments account", timeout=30_000)
-    connection.locator("button", has_text="Connect").click()
+    # Then: the connection is asked for; the person connects in the tab its Connect button opens, and the task
+    # goes on to the approval by itself (nobody clicks anything more in the console)
+    consent_in_a_new_tab(page, "Connect your payments account")
     approval = page.locator("form.interaction.approval")
     expect(approval).to_contain_text("A-1001", timeout=30_000)
     # When: the person types "yes" as text
@@ -151,20 +170,22 @@ def test_orders_table_is_drawn(page: Any, agent_url: Callable[[str], str]) -> No
     expect(table.locator("tbody tr").first.locator("td")).to_have_count(3)
 
 
-def test_refunds_shows_the_delegated_interactions_as_its_own(page: Any, agent_url: Callable[[str], str]) -> None:
+def test_refunds_shows_the_delegated_interactions_as_its_own(
+    page: Any, agent_url: Callable[[str], str], local_runtime: LocalRuntime
+) -> None:
     from playwright.sync_api import expect
 
-    # Given
+    # Given: alice has not connected payments through refunds
+    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)), on_behalf_of="alice")
     connect(page, agent_url("refunds"))
     # When
     send(page, "Refund order A-1002")
     expect(page.locator("#task-state")).not_to_have_text("", timeout=30_000)
     task_id = page.locator("#task-id").inner_text()
     # Then: support's connection, then its approval, are forms on refunds' own task
-    connection = page.locator("form.interaction.connection")
-    expect(connection).to_contain_text("Connect your payments account", timeout=60_000)
+    expect(page.locator("form.interaction.connection")).to_contain_text("Connect your payments account", timeout=60_000)
     expect(page.locator("#task-id")).to_have_text(task_id)
-    connection.locator("button", has_text="Connect").click()
+    consent_in_a_new_tab(page, "Connect your payments account", for_whom="agent:refunds, for the person who asked it")
     approval = page.locator("form.interaction.approval")
     expect(approval).to_contain_text("A-1002", timeout=60_000)
     expect(page.locator("#task-id")).to_have_text(task_id)

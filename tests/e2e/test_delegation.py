@@ -81,17 +81,11 @@ def as_refunds(local_runtime: LocalRuntime, task_id: str, sent: dict[str, Any]) 
 # ---------------------------------------------------------------------------------------------- the sample
 @pytest.fixture(autouse=True)
 def refunds_not_connected(local_runtime: LocalRuntime) -> None:
-    """refunds calls support as its own subject, whose payments connection outlives each task: each test starts
-    without it (README "Connections")."""
-    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)))
+    """refunds calls support on behalf of each caller, whose payments connection there outlives each task: each
+    test starts without it (README "Connections")."""
+    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)), on_behalf_of="alice")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README \"Connections\": a delegate's connection completes on the delegate (its callback resumes the "
-    "delegate's turn), but the delegating task keeps waiting for its own copy of the interaction: engine/delegation.py "
-    "does not yet close a forwarded connection when the delegate moves on",
-)
 def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_approval_and_completes_once(
     local_runtime: LocalRuntime,
 ) -> None:
@@ -167,6 +161,10 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
         poll(lambda: [r for r in receiver.requests if "COMPLETED" in json.dumps(r["body"])], bool, timeout=20)
         listed = rpc(url, "ListTasks", {"contextId": final["contextId"], "historyLength": 100}, headers=auth(ALICE, **{"A2A-Extensions": ",".join(PROFILE)}))
         everything = json.dumps([seen, final, listed, [r["body"] for r in pushed]])
+        # README "Connections": the one thing of support the caller is given is where to consent, support's own page
+        consent_page = status_ext(seen[0], INTERACTIONS)["detail"]["authorizationUrl"]
+        assert consent_page.startswith(f"{local_runtime.base_url}/v1/a2a/connections/start?"), consent_page
+        everything = everything.replace(json.dumps(consent_page)[1:-1], "<the consent page>")
         delegate_view = delegate_task(local_runtime, sent, as_refunds(local_runtime, task["id"], sent))
         secret_bits = [
             sent["taskId"],

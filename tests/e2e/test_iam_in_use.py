@@ -3,8 +3,9 @@ checks the template against a hand-written list of actions, so a call the code m
 action, or an item key the role's `dynamodb:LeadingKeys` leaves out) passes every other test and is refused only on
 AWS: a fan-out in steps had its cursor (FANOUT#) refused that way. Here every DynamoDB call each function makes in a
 push-heavy task (a turn that says something, a fan-out of three configs in steps of two, a config removed by its 410
-Gone receiver, GetTask, ListTasks, CancelTask) is recorded with its item keys and checked against its role's
-statements in template.yaml.
+Gone receiver, GetTask, ListTasks, CancelTask), and in a connection's life (a consent in flight, the connection stored,
+used, refreshed, listed, revoked), is recorded with its item keys and checked against its role's statements in
+template.yaml.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from botocore.client import BaseClient
 from conftest import ALICE, held_agent, poll, rpc, user_message, watch_clients
@@ -63,6 +65,7 @@ class Recorder:
         self.uses: set[tuple[str, str, str | None]] = set()
         self.seen: set[int] = set()
         self.lock = threading.Lock()
+        self.attached: list[tuple[BaseClient, str]] = []
 
     def attach(self, function: str, client: BaseClient) -> None:
         if id(client) in self.seen or client.meta.service_model.service_name != "dynamodb":
@@ -74,7 +77,15 @@ class Recorder:
             with self.lock:
                 self.uses |= {(function, f"dynamodb:{action}", pk) for action, pk in uses}
 
-        client.meta.events.register("before-parameter-build", before, unique_id=f"iam-use-{id(client)}")
+        # One id per recorder and client: botocore keeps the first handler of a unique_id, so an id per client
+        # alone left a later test's recorder deaf to the clients an earlier one had attached.
+        unique_id = f"iam-use-{id(self)}-{id(client)}"
+        client.meta.events.register("before-parameter-build", before, unique_id=unique_id)
+        self.attached.append((client, unique_id))
+
+    def detach(self) -> None:
+        for client, unique_id in self.attached:
+            client.meta.events.unregister("before-parameter-build", unique_id=unique_id)
 
 
 @pytest.fixture()
@@ -82,6 +93,7 @@ def recorder(local_runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> It
     recorder = Recorder()
     watch_clients(local_runtime, monkeypatch, recorder.attach)
     yield recorder
+    recorder.detach()
 
 
 def granted(function: str) -> list[tuple[set[str], list[str] | None]]:
@@ -165,4 +177,33 @@ def test_every_table_call_of_a_pushed_task_is_within_its_functions_role(
     functions = {f for f, _, _ in recorder.uses}
     assert {"api", "turn", "publish", "push"} <= functions, functions
     assert any(pk and pk.startswith("FANOUT#") for f, _, pk in recorder.uses if f == "push"), "a fan-out in steps"
+    assert refused(recorder.uses) == []
+
+
+def test_every_table_call_of_a_connection_is_within_its_functions_role(
+    local_runtime: LocalRuntime, recorder: Recorder
+) -> None:
+    from consent import connect, disconnect
+    from test_connections import answer, open_interaction, resumed, until_connection
+
+    base, support = local_runtime.base_url, local_runtime.agent_url("support")
+    disconnect(base, ALICE)
+    provider = local_runtime.payments
+    provider.token_seconds = 1  # the turn refreshes the token it uses: a conditional write of its CONN# item
+    try:
+        # When alice's turn asks for payments, she connects in a browser (a CSTATE# consent, a CONN# connection), the
+        # turn uses and refreshes the token, and she lists and revokes it
+        task = until_connection(support)
+        connect(open_interaction(task)["detail"]["authorizationUrl"])
+        done = answer(resumed(support, task), True, url=support)
+        assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+        assert httpx.get(f"{base}/v1/a2a/connections", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
+        disconnect(base, ALICE)
+    finally:
+        provider.token_seconds = 3600
+    # Then the api and the turn made the connection calls, and every one is granted
+    touched = {(f, action, (pk or "").split("#")[0]) for f, action, pk in recorder.uses}
+    assert {("api", "dynamodb:PutItem", "CSTATE"), ("api", "dynamodb:DeleteItem", "CSTATE"),
+            ("api", "dynamodb:PutItem", "CONN"), ("api", "dynamodb:Query", "CONN"), ("api", "dynamodb:DeleteItem", "CONN"),
+            ("turn", "dynamodb:GetItem", "CONN"), ("turn", "dynamodb:PutItem", "CONN")} <= touched, touched  # fmt: skip
     assert refused(recorder.uses) == []

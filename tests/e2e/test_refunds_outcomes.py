@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import ALICE, auth, poll, rpc, user_message
+from conftest import ALICE, BOB, auth, poll, rpc, user_message
 from consent import connect, disconnect
 from nylorun.profile.extensions import INTERACTIONS
 from nylorun_local.runtime import LocalRuntime
@@ -15,16 +15,20 @@ from nylorun_local.runtime import LocalRuntime
 pytestmark = pytest.mark.e2e
 
 ASKING = ("TASK_STATE_AUTH_REQUIRED", "TASK_STATE_INPUT_REQUIRED")
-TYPED = auth(ALICE, **{"A2A-Extensions": INTERACTIONS})  # a client that reads and answers interactions
+SUBJECTS = {ALICE: "alice", BOB: "bob"}  # the local Runtime's dev tokens (tests/conftest.py)
 ENDED = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED")
 
 
-def refund(local_runtime: LocalRuntime, text: str, answers: list[bool]) -> dict[str, Any]:
-    """Ask `refunds` for `text`, answer each interaction it asks with the next of `answers`; the ended task."""
+def refund(
+    local_runtime: LocalRuntime, text: str, answers: list[bool], token: str = ALICE, *, fresh: bool = True
+) -> dict[str, Any]:
+    """Ask `refunds` for `text` as `token`, answer each interaction it asks with the next of `answers` (connecting
+    in a browser when it asks for a connection); the ended task."""
     url = local_runtime.agent_url("refunds") + "/"
-    # refunds calls support as its own subject: each test starts with that subject's payments not connected
-    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)))
-    task = rpc(url, "SendMessage", {"message": user_message(text), "configuration": {"returnImmediately": True}}, headers=TYPED)
+    typed = auth(token, **{"A2A-Extensions": INTERACTIONS})
+    if fresh:  # refunds calls support on behalf of each caller: each test starts with the caller's not connected
+        disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)), on_behalf_of=SUBJECTS[token])
+    task = rpc(url, "SendMessage", {"message": user_message(text), "configuration": {"returnImmediately": True}}, headers=typed)
     task = task["result"]["task"]
     asked: set[str] = set()
 
@@ -32,7 +36,7 @@ def refund(local_runtime: LocalRuntime, text: str, answers: list[bool]) -> dict[
         done: Callable[[dict[str, Any]], bool] = lambda t: t["status"]["state"] in ENDED or (
             t["status"]["state"] in ASKING and open_id(t) not in asked
         )
-        return poll(lambda: rpc(url, "GetTask", {"id": task["id"]}, headers=TYPED)["result"], done, timeout=60)
+        return poll(lambda: rpc(url, "GetTask", {"id": task["id"]}, headers=typed)["result"], done, timeout=60)
 
     view = next_view()
     while view["status"]["state"] in ASKING:
@@ -46,7 +50,7 @@ def refund(local_runtime: LocalRuntime, text: str, answers: list[bool]) -> dict[
             continue
         reply = user_message("ok", taskId=task["id"], metadata={INTERACTIONS: {"interactionId": interaction, "approved": approved}},
                              extensions=[INTERACTIONS])  # fmt: skip
-        assert "result" in rpc(url, "SendMessage", {"message": reply, "configuration": {"returnImmediately": True}}, headers=TYPED)
+        assert "result" in rpc(url, "SendMessage", {"message": reply, "configuration": {"returnImmediately": True}}, headers=typed)
         view = next_view()
     assert view["status"]["state"] == "TASK_STATE_COMPLETED", view["status"]
     return view
@@ -74,12 +78,6 @@ def test_a_refund_without_the_payments_connection_is_not_reported_refunded(local
     assert reply(task) == "Order A-1002 was not refunded: the payments account was not connected; nothing was changed."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README \"Connections\": a delegate's connection completes on the delegate (its callback resumes the "
-    "delegate's turn), but the delegating task keeps waiting for its own copy of the interaction: engine/delegation.py "
-    "does not yet close a forwarded connection when the delegate moves on",
-)
 def test_a_declined_refund_is_not_reported_refunded(local_runtime: LocalRuntime) -> None:
     # When the caller connects payments, then declines the refund
     task = refund(local_runtime, "Refund order A-1002", answers=[True, False])
@@ -87,12 +85,6 @@ def test_a_declined_refund_is_not_reported_refunded(local_runtime: LocalRuntime)
     assert reply(task) == "Order A-1002 was not refunded: you declined it; nothing was changed."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README \"Connections\": a delegate's connection completes on the delegate (its callback resumes the "
-    "delegate's turn), but the delegating task keeps waiting for its own copy of the interaction: engine/delegation.py "
-    "does not yet close a forwarded connection when the delegate moves on",
-)
 def test_an_approved_refund_is_reported_refunded(local_runtime: LocalRuntime) -> None:
     # When the caller connects payments and approves
     task = refund(local_runtime, "Refund order A-1002", answers=[True, True])
@@ -107,3 +99,15 @@ def test_a_refund_support_never_took_is_reported_failed(local_runtime: LocalRunt
     task = refund(local_runtime, "Refund order A-1002", answers=[])
     # Then the reply says it did not go through
     assert reply(task) == "Order A-1002 was not refunded: the refund did not go through; nothing was charged back."
+
+
+def test_a_connection_made_through_refunds_serves_only_the_caller_who_made_it(local_runtime: LocalRuntime) -> None:
+    # Given alice connected payments through refunds (support keeps it under refunds, within alice's scope)
+    disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)), on_behalf_of="bob")
+    refund(local_runtime, "Refund order A-1002", answers=[True, False])
+    again = refund(local_runtime, "Refund order A-1002", answers=[False], fresh=False)  # no connection asked
+    assert reply(again) == "Order A-1002 was not refunded: you declined it; nothing was changed."
+    # When bob asks refunds for a refund and does not connect
+    task = refund(local_runtime, "Refund order A-1002", answers=[False], token=BOB, fresh=False)
+    # Then bob is asked to connect his own account, not served with alice's
+    assert reply(task) == "Order A-1002 was not refunded: the payments account was not connected; nothing was changed."

@@ -7,8 +7,8 @@ The commands act on the stack's resources directly (the table, the state machine
 operator's own credentials: they see every subject's tasks, so they are for operators, never for callers
 (README, "Operating the Runtime"). Each action that changes something is recorded beside the task's journal with
 the operator's identity (the IAM principal's ARN, or `local:<user>`), and logged. The arguments are in `parser`,
-what every command acts on in `target`, and the commands themselves in `tasks` (uncertain, show, resolve, fail)
-and `queues` (dlq, redrive).
+what every command acts on in `target`, and the commands themselves in `tasks` (uncertain, show, resolve, fail),
+`queues` (dlq, redrive) and `connections` (counts).
 """
 
 from nylorun_client.admin.parser import add_admin_command, with_local_port

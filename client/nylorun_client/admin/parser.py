@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nylorun_client.admin import queues, tasks
+from nylorun_client.admin import connections, queues, tasks
 from nylorun_client.admin.target import DEFAULT_LOCAL_PORT
 
 
@@ -24,6 +24,7 @@ def add_admin_command(commands: Any) -> None:
     sub = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
     tasks.add_commands(sub)
     queues.add_commands(sub)
+    connections.add_commands(sub)
 
 
 def with_local_port(argv: Sequence[str]) -> list[str]:

@@ -198,7 +198,10 @@ class Runtime:
         """The delegates' callbacks and the cancel of a delegating task's delegates (issue 19)."""
         from nylorun.service.delegation import DelegationCallbacks
 
-        return DelegationCallbacks(self.store, self.orchestrator, lambda: self.delegates, self.sealer, self.store)
+        return DelegationCallbacks(
+            self.store, self.orchestrator, lambda: self.delegates, self.sealer, self.store,
+            answer=lambda *answer: self.service._answer(*answer),
+        )
 
     @cached_property
     def connections(self) -> ConnectionDeps | None:

@@ -187,7 +187,7 @@ def create_app(
             return JSONResponse({"error": refused.reason}, status_code=refused.status)
         return Response(status_code=204)
 
-    add_connection_routes(app, connections, authenticator, _unauthorized)  # README "Connections"
+    add_connection_routes(app, connections, authenticator, _unauthorized, settings.delegating_subjects)  # README "Connections"
 
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,6 +27,14 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from nylorun.api.auth import Authenticator, Unauthenticated
+from nylorun.domain.behalf import (
+    MARK,
+    ON_BEHALF_HEADER,
+    BadScope,
+    acting_subject,
+    authenticated_subject,
+    honoured_scope,
+)
 from nylorun.domain.connections import START_SECONDS
 from nylorun.service.connections import CALLBACK_PATH, ConnectionFlow, ConnectRefused
 
@@ -43,17 +51,25 @@ _MAX_FORM_BYTES = 4096
 
 
 def add_connection_routes(
-    app: FastAPI, flow: ConnectionFlow | None, authenticator: Authenticator, unauthorized: Callable[[Unauthenticated], Response]
+    app: FastAPI,
+    flow: ConnectionFlow | None,
+    authenticator: Authenticator,
+    unauthorized: Callable[[Unauthenticated], Response],
+    delegators: Collection[str] = (),
 ) -> None:
     async def call(fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_threadpool(fn, *args)
 
     def caller(request: Request) -> str | Response:
-        """The authenticated subject, or the 401 that answers for it."""
+        """The subject whose connections these are, or the 401 (400) that answers for it. A delegating identity's
+        are kept per original caller (nylorun.domain.behalf): it names which with the same header as for A2A."""
         try:
-            return authenticator.subject(request)
+            subject = authenticator.subject(request)
+            return acting_subject(subject, honoured_scope(subject, request.headers.get(ON_BEHALF_HEADER), delegators))
         except Unauthenticated as exc:
             return unauthorized(exc)
+        except BadScope as bad:
+            return JSONResponse({"error": str(bad)}, status_code=400)
 
     def off() -> Response:
         return JSONResponse({"error": "This Runtime declares no connection providers"}, status_code=404)
@@ -69,11 +85,15 @@ def add_connection_routes(
             return _page("Nothing to connect", str(refused), status=404)
         browser = request.cookies.get(COOKIE) or secrets.token_urlsafe(32)
         record, provider = waiting.record, waiting.provider
+        who, through = authenticated_subject(record.owner.subject), MARK in record.owner.subject
+        # Delegated (nylorun.domain.behalf): the delegate knows the delegating Agent, never its caller; the account
+        # is kept for that one caller's work through it, so the page names the Agent and says so.
+        whom, only_if = (f"<b>{_e(who)}</b>, for the person who asked it", f"asked {_e(who)} for this yourself") if through \
+            else (f"<b>{_e(who)}</b>", f"are {_e(who)} and asked for this")
         body = (
             f"<p>The Agent <b>{_e(record.owner.agent)}</b> asks to use your <b>{_e(provider.label)}</b> account on "
-            f"behalf of <b>{_e(record.owner.subject)}</b>.</p>"
-            f"<p>Continue only if you are {_e(record.owner.subject)} and asked for this. If someone sent you this "
-            "link, close this page: connecting would give them your account.</p>"
+            f"behalf of {whom}.</p><p>Continue only if you {only_if}. If someone sent you this link, close this "
+            "page: connecting would give them your account.</p>"
             f'<form method="post" action="{BASE}/confirm">'
             f'<input type="hidden" name="task" value="{_e(task)}"><input type="hidden" name="interaction" '
             f'value="{_e(interaction)}"><input type="hidden" name="browser" value="{_e(browser)}">'

@@ -40,6 +40,9 @@ from nylorun.protocol.models import Message, Part
 
 DELEGATION_NAMESPACE = uuid.UUID("0c3f4a52-5a7e-4b58-9d43-7e0f1a2b3c4d")
 SEND, READ, ANSWER, CANCEL, WAIT = "delegate", DELEGATE_LOOK, "delegate:answer", "delegate:cancel", "delegate"
+# The answer the Runtime gives a relayed connection when the delegate went on without it: the person connected in
+# the browser, at the delegate (its callback resumed its turn), so nothing is handed back (service/relayed.py).
+MOVED_ON = "delegateMovedOn"
 ENDED = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 ASKING: dict[str, InteractionKind] = {"TASK_STATE_INPUT_REQUIRED": "question", "TASK_STATE_AUTH_REQUIRED": "approval"}
 
@@ -242,6 +245,10 @@ class Delegation:
             answer = self._ask(ask_kind, prompt, detail)
             if asked_id:
                 answered[asked_id] = answer
+        if answer.get(MOVED_ON):
+            # README "Connections": connected at the delegate; look again (re-asked if it still waits for it).
+            answered.pop(asked_id, None)
+            return self._replay.effect(READ, lambda key: self._read(record, headers), idempotent=True)
 
         def send(key: str) -> dict[str, Any]:
             typed: dict[str, Any] = {"interactionId": asked.get("interactionId")} if asked.get("interactionId") else {}

@@ -33,8 +33,8 @@ class ConnectionStore(Protocol):
 
     def list_connections(self, subject: str) -> list[StoredConnection]: ...
 
-    def count_connections(self) -> dict[str, int]:
-        """How many connections each provider has (what an operator sees: counts, never tokens)."""
+    def count_connections(self) -> dict[tuple[str, str], int]:
+        """How many connections each (Agent, provider) has (what an operator sees: counts, never tokens)."""
         ...
 
     def put_start(self, start: ConnectionStart) -> None: ...

@@ -25,6 +25,7 @@ from nylorun.observability import logger, metrics
 from nylorun.ports import JournalEntry, Sealer, StoreError, TaskStore, TurnOrchestrator
 from nylorun.ports.delegation import CallbackRefused, CallbackReplays, Delegates, DelegateUnavailable
 from nylorun.protocol.models import TaskState
+from nylorun.service.relayed import Answer, close_if_moved_on
 
 # Standard Webhooks refuses a delivery whose timestamp is more than 5 minutes off (standardwebhooks' tolerance):
 # a delivery id remembered twice that long outlives every replay the signature check lets through.
@@ -39,7 +40,9 @@ class DelegationCallbacks:
         client: Callable[[], Delegates],
         sealer: Sealer | None,
         replays: CallbackReplays,
+        answer: Answer | None = None,
     ) -> None:
+        self._answer = answer  # answers a relayed connection the delegate no longer asks for (service/relayed.py)
         self._replays = replays
         self._store = store
         self._orchestrator = orchestrator
@@ -74,6 +77,8 @@ class DelegationCallbacks:
             if record is not None and record.state in (TaskState.CANCELED, TaskState.FAILED):
                 self._cancel(task_id, sent.result)
             return
+        if self._answer is not None:
+            close_if_moved_on(record, journal, key, body, self._answer)
         waits = [entry for entry in journal.values() if entry.kind == "wait" and entry.name == WAIT and not entry.finished]
         if not waits:
             return  # the turn is not waiting (it is reading, or asking the caller): it looks again anyway

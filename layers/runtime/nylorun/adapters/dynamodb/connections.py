@@ -52,7 +52,7 @@ class DynamoConnectionStore:
 
     def _connection(self, item: dict[str, Any], subject: str) -> StoredConnection:
         plain = _plain(item)
-        agent, _, provider = str(plain["SK"]).rpartition("#")
+        agent, provider = _agent_provider(str(plain["SK"]))
         return StoredConnection(
             key=ConnectionKey(subject, agent, provider),
             scopes=[str(s) for s in plain.get("scopes", [])],
@@ -130,18 +130,21 @@ class DynamoConnectionStore:
         now = _now()
         return [self._connection(i, subject) for i in items if int(_plain(i).get("expiresAt", 0)) >= now]
 
-    def count_connections(self) -> dict[str, int]:
+    def count_connections(self) -> dict[tuple[str, str], int]:
         # An operator's count (`nylorun admin connections`): a Scan of the connection items' keys only, never a
         # token (the projection leaves them out).
-        counts: Counter[str] = Counter()
+        counts: Counter[tuple[str, str]] = Counter()
         request: dict[str, Any] = {
-            "TableName": self._table, "ProjectionExpression": "SK",
+            "TableName": self._table, "ProjectionExpression": "SK, expiresAt",
             "FilterExpression": "begins_with(PK, :p)", "ExpressionAttributeValues": {":p": {"S": "CONN#"}},
         }
+        now = _now()
         with aws("count connections"):
             while True:
                 page = self._ddb.scan(**request)
-                counts.update(str(_plain(i)["SK"]).rpartition("#")[2] for i in page.get("Items", []))
+                # An expired one (its TTL not yet run) is not counted, as no turn can use it.
+                counts.update(_agent_provider(str(_plain(i)["SK"])) for i in page.get("Items", [])
+                              if int(_plain(i).get("expiresAt", 0)) >= now)
                 if "LastEvaluatedKey" not in page:
                     break
                 request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -180,6 +183,11 @@ class DynamoConnectionStore:
             scopes=tuple(str(s) for s in plain.get("scopes", [])), sealed_verifier=str(plain["verifier"]),
             browser_digest=str(plain["browser"]), expires_at=int(plain["expiresAt"]),
         )
+
+
+def _agent_provider(sort_key: str) -> tuple[str, str]:
+    agent, _, provider = sort_key.rpartition("#")
+    return agent, provider
 
 
 def _now() -> int:

@@ -56,9 +56,9 @@ class InMemoryConnectionStore:
             return [copy.copy(c) for k, c in sorted(self._connections.items(), key=lambda kc: (kc[0].agent, kc[0].provider))
                     if k.subject == subject]
 
-    def count_connections(self) -> dict[str, int]:
+    def count_connections(self) -> dict[tuple[str, str], int]:
         with self._lock:
-            return dict(Counter(key.provider for key in self._connections))
+            return dict(Counter((key.agent, key.provider) for key in self._connections))
 
     def put_start(self, start: ConnectionStart) -> None:
         with self._lock:
