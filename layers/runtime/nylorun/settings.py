@@ -70,6 +70,20 @@ class Settings(BaseModel):
     # Issue 15: the overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
+    # Fair delivery workers (README "Push notifications"). A delivery's first attempt has a shorter deadline: most
+    # receivers answer within it, and one that never answers holds a slot that much less.
+    push_first_timeout_seconds: int = Field(default=5, ge=1, le=30)
+    # The push function's configured concurrency (deployed: the template's PushMaxConcurrency, the queue's
+    # MaximumConcurrency). One subject's deliveries in flight at once, over every push instance: at most
+    # `push_subject_slots`, by default a tenth of it (at least 1), so one subject's attempts hold at most that
+    # share of the function's capacity whatever its receivers do.
+    push_concurrency: int = Field(default=20, ge=1, le=1000)
+    push_subject_slots: int | None = Field(default=None, ge=1)
+    # A subject's receiver (its URL's origin) that failed this many times in a row (no answer, 429, 5xx) is parked:
+    # its deliveries wait without an attempt, first `push_breaker_open_seconds`, doubling to `push_retry_max_seconds`;
+    # then one probe attempt at a time. Any answer closes it.
+    push_breaker_failures: int = Field(default=3, ge=1)
+    push_breaker_open_seconds: int = Field(default=30, ge=1)
     push_retry_base_seconds: int = Field(default=30, ge=1)
     push_retry_max_seconds: int = Field(default=3600, ge=1)
     push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
@@ -195,6 +209,11 @@ class Settings(BaseModel):
         )
 
     @property
+    def subject_slots(self) -> int:
+        """How many of one subject's deliveries may be in flight at once, over every push instance."""
+        return self.push_subject_slots or max(1, self.push_concurrency // 10)
+
+    @property
     def retention(self) -> int:
         """Seconds from a task's end to its expiry."""
         return self.retention_seconds or self.retention_days * 24 * 3600
@@ -236,6 +255,11 @@ class Settings(BaseModel):
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "publish_dlq_url": "NYLORUN_PUBLISH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
+            "push_first_timeout_seconds": "NYLORUN_PUSH_FIRST_TIMEOUT_SECONDS",
+            "push_concurrency": "NYLORUN_PUSH_CONCURRENCY",
+            "push_subject_slots": "NYLORUN_PUSH_SUBJECT_SLOTS",
+            "push_breaker_failures": "NYLORUN_PUSH_BREAKER_FAILURES",
+            "push_breaker_open_seconds": "NYLORUN_PUSH_BREAKER_OPEN_SECONDS",
             "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",
             "push_retry_max_seconds": "NYLORUN_PUSH_RETRY_MAX_SECONDS",
             "push_max_age_seconds": "NYLORUN_PUSH_MAX_AGE_SECONDS",

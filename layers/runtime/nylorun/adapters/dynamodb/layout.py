@@ -18,6 +18,9 @@ Items (PK / SK):
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
+    RCV#<receiver-key>  BREAKER      a subject's push receiver's breaker: consecutive failures, parked until, the
+                                     one probe's claim (`expiresAt`); the key is a keyed digest of subject + origin
+    RCV#<slots-key>     SLOT#<n>     one of a subject's push delivery slots: holder, held until (`expiresAt`)
     FILE#<scope>     PATH#<path>     the latest version number of an output path (kept, like CTX: per context)
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
@@ -135,6 +138,14 @@ def push_index(task_id: str, config_id: str) -> Key:
 
 def fan_out(task_id: str, event_id: str) -> Key:
     return {"PK": f"FANOUT#{task_id}", "SK": f"EVT#{event_id}"}
+
+
+def receiver(receiver_key: str) -> Key:
+    return {"PK": f"RCV#{receiver_key}", "SK": "BREAKER"}
+
+
+def delivery_slot(slots_key: str, slot: int) -> Key:
+    return {"PK": f"RCV#{slots_key}", "SK": f"SLOT#{slot}"}
 
 
 def push_bucket(bucket: int) -> str:

@@ -1,0 +1,52 @@
+"""The push receivers' breakers and each subject's delivery slots in one process's memory (the DynamoDB store
+keeps them as items: adapters/dynamodb/receivers.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nylorun.adapters.memory.state import State
+from nylorun.ports import ReceiverState
+
+
+class Receivers(State):
+    def receiver_state(self, receiver: str) -> ReceiverState | None:
+        with self._lock:
+            return self._receivers.get(receiver)
+
+    def receiver_failed(self, receiver: str, expires_at: int) -> int:
+        with self._lock:
+            state = self._receivers.get(receiver) or ReceiverState()
+            self._receivers[receiver] = replace(state, failures=state.failures + 1)
+            return state.failures + 1
+
+    def open_receiver(self, receiver: str, until: float, expires_at: int) -> None:
+        with self._lock:
+            state = self._receivers.get(receiver) or ReceiverState()
+            self._receivers[receiver] = replace(state, open_until=max(state.open_until, until))
+
+    def claim_probe(self, receiver: str, now: float, until: float) -> bool:
+        with self._lock:
+            if self._probes.get(receiver, 0.0) > now:
+                return False
+            self._probes[receiver] = until
+            return True
+
+    def receiver_answered(self, receiver: str) -> None:
+        with self._lock:
+            self._receivers.pop(receiver, None)
+            self._probes.pop(receiver, None)
+
+    def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
+        with self._lock:
+            for slot in range(slots):
+                held = self._slots.get((owner, slot))
+                if held is None or held[1] < now:
+                    self._slots[(owner, slot)] = (holder, until)
+                    return slot
+            return None
+
+    def free_delivery_slot(self, owner: str, slot: int, holder: str) -> None:
+        with self._lock:
+            if (self._slots.get((owner, slot)) or ("", 0.0))[0] == holder:
+                del self._slots[(owner, slot)]

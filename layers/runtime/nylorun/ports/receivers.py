@@ -1,0 +1,46 @@
+"""The push receivers' shared state: each receiver's circuit breaker and each subject's delivery slots, kept where
+every push function instance sees them (one item each, conditional writes, expiring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ReceiverState:
+    """One receiver's breaker: consecutive failed attempts, and until when its deliveries are parked (epoch s)."""
+
+    failures: int = 0
+    open_until: float = 0.0
+
+
+class ReceiverStates(Protocol):
+    """Keys are keyed digests (a subject's receiver, a subject's slots), never a URL or a subject."""
+
+    def receiver_state(self, receiver: str) -> ReceiverState | None: ...
+
+    def receiver_failed(self, receiver: str, expires_at: int) -> int:
+        """Count one more consecutive failure; the count now."""
+        ...
+
+    def open_receiver(self, receiver: str, until: float, expires_at: int) -> None:
+        """Park the receiver's deliveries until `until` (never shortening a later one already set)."""
+        ...
+
+    def claim_probe(self, receiver: str, now: float, until: float) -> bool:
+        """The one attempt at a receiver whose parking has ended: True for one caller until `until`."""
+        ...
+
+    def receiver_answered(self, receiver: str) -> None:
+        """The receiver answered: its breaker closes (its item goes)."""
+        ...
+
+    def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
+        """One of `owner`'s `slots` delivery slots, free or held past its `until`, now held by `holder` until
+        `until`; None when all are held."""
+        ...
+
+    def free_delivery_slot(self, owner: str, slot: int, holder: str) -> None:
+        """Free the slot if `holder` still holds it (a lease that ran out and was taken stays taken)."""
+        ...

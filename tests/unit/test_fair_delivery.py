@@ -1,0 +1,277 @@
+"""Fair delivery workers: a subject whose receivers time out or refuse holds at most a bounded share of the push
+function's delivery capacity, whatever it does (README "Push notifications", "Fair delivery workers").
+
+The primary figure is counted, not timed: a clock only the test moves (`VirtualTime`) runs a minute of the push
+function's work, each worker thread a delivery slot; a receiver that never answers holds its attempt for the
+deadline the push service gave it, and the attempts' held seconds are added up against the configured concurrency
+× 60 s. No HTTP, no SQS, no moto: the in-memory store keeps the receivers' state as the table does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from nylorun.adapters.memory import InMemoryTaskStore
+from nylorun.ports import HttpResult, StoredPushConfig
+from nylorun.protocol.models import TaskPushNotificationConfig
+from nylorun.service.push import Delivery, Outcome, PushService
+from nylorun.settings import Settings
+
+SECRET = "whsec_" + "dW5pdC10ZXN0LXNlY3JldC1mb3Itbnlsb3J1bi0zMg=="
+T0 = 1_800_000_000.0
+MINUTE = 60.0
+# The template's PushMaxConcurrency default; each push instance runs up to ten message groups side by side.
+CONCURRENCY = 20
+GROUPS_PER_INSTANCE = 10
+BOUND = 1 / 10  # the share of CONCURRENCY × 60 s one subject's failing receivers may hold (README)
+
+
+class VirtualTime:
+    """A clock only the test moves. Each worker thread sleeps on it; once every live worker sleeps, time jumps to
+    the earliest wake-up. Nothing waits on the machine's clock."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self._cond = threading.Condition()
+        self._sleepers: dict[int, float] = {}
+        self._tokens = itertools.count()
+        self._live = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def enter(self, workers: int) -> None:
+        with self._cond:
+            self._live += workers
+
+    def leave(self) -> None:
+        with self._cond:
+            self._live -= 1
+            self._cond.notify_all()
+
+    def sleep_until(self, at: float) -> None:
+        with self._cond:
+            token = next(self._tokens)
+            self._sleepers[token] = at
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: token not in self._sleepers)
+
+    def run_until(self, end: float) -> None:
+        """Move time on whenever every worker sleeps, up to `end`; then wake all and wait for them to leave."""
+        with self._cond:
+            while True:
+                self._cond.wait_for(lambda: len(self._sleepers) >= self._live)
+                if self._live == 0:
+                    return
+                self.now = min(max(self.now, min(self._sleepers.values())), end)
+                for token, at in list(self._sleepers.items()):
+                    if at <= self.now or self.now >= end:
+                        del self._sleepers[token]
+                self._cond.notify_all()
+
+
+@dataclass(order=True)
+class Queued:
+    visible_at: float
+    n: int
+    delivery: Delivery = field(compare=False)
+    receives: int = field(default=0, compare=False)
+
+
+class PushQueue:
+    """The push queue as the worker threads see it: each delivery in its own message group (one message each),
+    hidden while received, back after the delay a retry asked for; the receive count is the attempt number."""
+
+    def __init__(self, deliveries: Sequence[Delivery]) -> None:
+        self._heap = [Queued(T0, n, d) for n, d in enumerate(deliveries)]
+        self._lock = threading.Lock()
+        self.dead: list[tuple[Delivery, str]] = []
+        self.delivered: list[Delivery] = []
+
+    def take(self, now: float) -> Queued | None:
+        with self._lock:
+            if not self._heap or self._heap[0].visible_at > now:
+                return None
+            item = heapq.heappop(self._heap)
+            item.receives += 1
+            return item
+
+    def back(self, item: Queued, at: float) -> None:
+        with self._lock:
+            item.visible_at = at
+            heapq.heappush(self._heap, item)
+
+    def next_visible(self, now: float) -> float:
+        with self._lock:
+            return max(self._heap[0].visible_at, now + 1) if self._heap else now + MINUTE
+
+    # the DeliveryQueue port, for the service
+    def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        raise AssertionError("no fan-out here")
+
+    def send_fan_out(self, task_id: str, event_id: str, event: dict[str, Any]) -> None:
+        raise AssertionError("no fan-out here")
+
+    def dead_letter(self, delivery: Delivery, reason: str) -> None:
+        self.dead.append((delivery, reason))
+
+
+class BlackHole:
+    """Receivers that never answer: an attempt holds its worker until the deadline it was given, then times out.
+    Counts each attempt's held seconds inside the measured minute."""
+
+    def __init__(self, clock: VirtualTime, end: float, default_deadline: float) -> None:
+        self._clock, self._end, self._default = clock, end, default_deadline
+        self.held: list[float] = []
+        self._lock = threading.Lock()
+
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None
+    ) -> HttpResult:
+        started = self._clock.now
+        self._clock.sleep_until(started + (timeout_seconds or self._default))
+        with self._lock:
+            self.held.append(min(self._clock.now, self._end) - started)
+        raise TimeoutError("no answer")
+
+
+def alice_pushes(urls: Sequence[str]) -> tuple[InMemoryTaskStore, list[Delivery]]:
+    """Alice's 10 tasks × 10 configs (the per-task quota), config n of each task aimed at `urls[n % len(urls)]`,
+    and one delivery per config (a status of each task)."""
+    store = InMemoryTaskStore()
+    deliveries = []
+    for t in range(10):
+        task_id = f"task-{t}"
+        status = {"taskId": task_id, "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+        for c in range(10):
+            url = urls[(t * 10 + c) % len(urls)]
+            config = TaskPushNotificationConfig(id=f"cfg-{c}", task_id=task_id, url=url)
+            store.put_push_config(task_id, StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z",
+                                                            subject="alice"))
+            deliveries.append(Delivery(event_id="ev-1", task_id=task_id, config_id=f"cfg-{c}", kind="statusUpdate",
+                                       payload=status, first_attempt_at=T0))
+    return store, deliveries
+
+
+@pytest.mark.parametrize("hosts", [1, 100], ids=["one-black-hole", "a-black-hole-per-config"])
+def test_one_subjects_black_holes_hold_at_most_a_tenth_of_the_push_functions_capacity(hosts: int) -> None:
+    # Given alice's 100 configs aimed at receivers that never answer (one host, or a host of its own each), and
+    # the push function at its configured concurrency, each instance running ten message groups side by side
+    urls = [f"https://hole-{n}.example/hook" for n in range(hosts)]
+    store, deliveries = alice_pushes(urls)
+    clock = VirtualTime(T0)
+    settings = Settings(push_secret=SECRET)
+    sender = BlackHole(clock, T0 + MINUTE, settings.push_timeout_seconds)
+    queue = PushQueue(deliveries)
+    push = PushService(store, sender, queue, settings, lambda: [SECRET], clock=clock)
+
+    def worker() -> None:
+        try:
+            while clock.now < T0 + MINUTE:
+                item = queue.take(clock.now)
+                if item is None:
+                    clock.sleep_until(queue.next_visible(clock.now))
+                    continue
+                result = push.deliver(item.delivery, item.receives)
+                if result.outcome is Outcome.RETRY:
+                    queue.back(item, clock.now + max(1, result.delay_seconds))
+        finally:
+            clock.leave()
+
+    # When the push function works for one minute
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(CONCURRENCY * GROUPS_PER_INSTANCE)]
+    clock.enter(len(workers))
+    for thread in workers:
+        thread.start()
+    clock.run_until(T0 + MINUTE)
+    for thread in workers:
+        thread.join()
+
+    # Then alice's attempts held at most a tenth of its capacity (concurrency × 60 s), counted attempt by attempt
+    # (before: every worker waited on her receivers the whole minute, 5 × the capacity)
+    held = sum(sender.held)
+    assert held <= BOUND * CONCURRENCY * MINUTE, (held, len(sender.held))
+    # And the push function's own accounting says the same
+    assert push.held_seconds() == pytest.approx(sum(sender.held), abs=1e-6)
+    # And none of her deliveries was dropped for it: each waits for its receiver (24 h), none dead-lettered
+    assert queue.dead == []
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Scripted:
+    """A receiver: each POST gets the next answer (the last one repeats); records each POST's URL and deadline."""
+
+    def __init__(self, *answers: HttpResult | Exception) -> None:
+        self.answers = list(answers)
+        self.posts: list[tuple[str, float | None]] = []
+
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None
+    ) -> HttpResult:
+        self.posts.append((url, timeout_seconds))
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def one_config_each(sender: Scripted, clock: Clock, url: str) -> tuple[PushService, dict[str, Delivery]]:
+    """Alice's and bob's tasks, each with one config aimed at `url`, and one delivery of each."""
+    store = InMemoryTaskStore()
+    deliveries = {}
+    for subject in ("alice", "bob"):
+        task_id = f"task-{subject}"
+        config = TaskPushNotificationConfig(id="cfg", task_id=task_id, url=url)
+        store.put_push_config(task_id, StoredPushConfig(config=config, created_at="2026-01-01T00:00:00Z",
+                                                        subject=subject))
+        status = {"taskId": task_id, "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+        deliveries[subject] = Delivery(event_id="ev-1", task_id=task_id, config_id="cfg", kind="statusUpdate",
+                                       payload=status, first_attempt_at=T0)
+    return PushService(store, sender, PushQueue([]), Settings(push_secret=SECRET), lambda: [SECRET], clock=clock), deliveries
+
+
+def test_a_receiver_that_keeps_failing_is_parked_without_attempts_then_probed_once() -> None:
+    # Given alice's receiver that never answers, and bob's config at the same host
+    clock, sender = Clock(), Scripted(TimeoutError("no answer"))
+    push, delivery = one_config_each(sender, clock, "https://down.example/hook")
+    # When alice's delivery fails three times in a row
+    for attempt in (1, 2, 3):
+        assert push.deliver(delivery["alice"], attempt).outcome is Outcome.RETRY
+    assert len(sender.posts) == 3
+    # Then her next delivery there is parked, without an attempt, for the breaker's first period (30 s) at least
+    parked = push.deliver(delivery["alice"], 4)
+    assert parked.outcome is Outcome.RETRY and parked.delay_seconds >= 30 and len(sender.posts) == 3, parked
+    # And bob's delivery to the same host is still attempted: one subject's failures park no other subject's
+    push.deliver(delivery["bob"], 1)
+    assert len(sender.posts) == 4
+    # When the period is over and the receiver answers again
+    clock.now += parked.delay_seconds
+    sender.answers = [HttpResult(status=204, headers={})]
+    # Then one probe goes out, with the shorter deadline, and its answer closes the breaker
+    assert push.deliver(delivery["alice"], 5).outcome is Outcome.DELIVERED
+    assert sender.posts[-1][1] == 5
+    assert push.deliver(delivery["alice"], 6).outcome is Outcome.DELIVERED and len(sender.posts) == 6
+
+
+def test_a_deliverys_first_attempt_has_the_shorter_deadline_and_its_retries_the_full_one() -> None:
+    # Given a receiver that answers slowly once (no answer within the deadline), then answers
+    clock, sender = Clock(), Scripted(TimeoutError("no answer"), HttpResult(status=204, headers={}))
+    push, delivery = one_config_each(sender, clock, "https://slow.example/hook")
+    # When alice's delivery is attempted, then retried
+    assert push.deliver(delivery["alice"], 1).outcome is Outcome.RETRY
+    assert push.deliver(delivery["alice"], 2).outcome is Outcome.DELIVERED
+    # Then the first attempt had 5 s, the retry 10 s (README "Push notifications": the defaults)
+    assert [deadline for _, deadline in sender.posts] == [5, 10]
