@@ -71,3 +71,14 @@ def test_receiver_items_name_no_subject_or_url_and_expire(local_runtime: LocalRu
     # Then both are there, every one with the table's TTL attribute, and none names the subject or the receiver's host
     assert len(ours) == 2 and all("expiresAt" in i for i in ours)
     assert not any(word in str(i) for i in ours for word in ("alice", "example.com", "hooks"))
+
+
+def test_a_deliverys_failed_attempts_are_journaled_one_by_one(store: TaskStore) -> None:
+    # Given a delivery never attempted (its webhook-id as the push service keys it)
+    delivery = f"msg_{uuid.uuid4().hex}"
+    assert store.failed_attempts(delivery) == 0
+    # When two of its attempts fail
+    counts = [store.attempt_failed(delivery, int(T0) + 3600) for _ in range(2)]
+    # Then the journal says so, and another delivery's is its own
+    assert counts == [1, 2] and store.failed_attempts(delivery) == 2
+    assert store.failed_attempts(f"msg_{uuid.uuid4().hex}") == 0

@@ -20,6 +20,7 @@ import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.ports import HttpResult, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
+from nylorun.service.fairness import slots_key
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.settings import Settings
 
@@ -228,9 +229,11 @@ class Scripted:
         return answer
 
 
-def one_config_each(sender: Scripted, clock: Clock, url: str) -> tuple[PushService, dict[str, Delivery]]:
+def one_config_each(
+    sender: Scripted, clock: Clock, url: str, store: InMemoryTaskStore | None = None, **settings: Any
+) -> tuple[PushService, dict[str, Delivery]]:
     """Alice's and bob's tasks, each with one config aimed at `url`, and one delivery of each."""
-    store = InMemoryTaskStore()
+    store = store or InMemoryTaskStore()
     deliveries = {}
     for subject in ("alice", "bob"):
         task_id = f"task-{subject}"
@@ -240,7 +243,8 @@ def one_config_each(sender: Scripted, clock: Clock, url: str) -> tuple[PushServi
         status = {"taskId": task_id, "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
         deliveries[subject] = Delivery(event_id="ev-1", task_id=task_id, config_id="cfg", kind="statusUpdate",
                                        payload=status, first_attempt_at=T0)
-    return PushService(store, sender, PushQueue([]), Settings(push_secret=SECRET), lambda: [SECRET], clock=clock), deliveries
+    push = PushService(store, sender, PushQueue([]), Settings(push_secret=SECRET, **settings), lambda: [SECRET], clock=clock)
+    return push, deliveries
 
 
 def test_a_receiver_that_keeps_failing_is_parked_without_attempts_then_probed_once() -> None:
@@ -275,3 +279,22 @@ def test_a_deliverys_first_attempt_has_the_shorter_deadline_and_its_retries_the_
     assert push.deliver(delivery["alice"], 2).outcome is Outcome.DELIVERED
     # Then the first attempt had 5 s, the retry 10 s (README "Push notifications": the defaults)
     assert [deadline for _, deadline in sender.posts] == [5, 10]
+
+
+def test_parks_are_no_attempts_the_first_attempt_after_them_keeps_its_short_deadline_and_the_base_backoff() -> None:
+    # Given alice's only delivery slot held by another of her attempts, and her receiver that never answers
+    clock, sender = Clock(), Scripted(TimeoutError("no answer"))
+    store = InMemoryTaskStore()
+    push, delivery = one_config_each(sender, clock, "https://slow.example/hook", store, push_subject_slots=1)
+    store.take_delivery_slot(slots_key("alice"), 1, "another-attempt", clock.now, clock.now + 3600)
+    # When her delivery comes back from the queue three times and finds the slot held each time (parked)
+    for received in (1, 2, 3):
+        assert push.deliver(delivery["alice"], received).outcome is Outcome.RETRY
+    assert sender.posts == []
+    # And the slot is free when SQS hands it over the fourth time, and the attempt times out
+    store.free_delivery_slot(slots_key("alice"), 0, "another-attempt")
+    retry = push.deliver(delivery["alice"], 4)
+    # Then that was its first attempt: the 5 s deadline, and the base backoff (30 s, jittered to 15-30 s), not the
+    # fourth attempt's 10 s and 120-240 s
+    assert sender.posts == [("https://slow.example/hook", 5)]
+    assert retry.outcome is Outcome.RETRY and 15 <= retry.delay_seconds <= 30, retry

@@ -233,7 +233,12 @@ def test_backoff_doubles_per_attempt_up_to_the_cap_with_jitter_between_half_and_
 
 def test_jitter_spreads_retries_of_one_attempt_within_its_bounds() -> None:
     service, _, _, _ = push_setup(http(503), push_breaker_failures=1000)
-    delays = {service.deliver(delivery(), attempt=3).delay_seconds for _ in range(200)}
+    # Each a delivery's third attempt (its own journal: two failed before)
+    delays = set()
+    for n in range(200):
+        for attempt in (1, 2, 3):
+            result = service.deliver(delivery(event_id=f"ev-{n}"), attempt=attempt)
+        delays.add(result.delay_seconds)
     assert delays <= set(range(60, 121)) and len(delays) > 10
 
 

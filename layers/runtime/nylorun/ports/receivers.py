@@ -36,6 +36,14 @@ class ReceiverStates(Protocol):
         """The receiver answered: its breaker closes (its item goes)."""
         ...
 
+    def failed_attempts(self, delivery: str) -> int:
+        """How many attempts of this delivery failed so far (its journal; a park is no attempt)."""
+        ...
+
+    def attempt_failed(self, delivery: str, expires_at: int) -> int:
+        """Journal one more failed attempt of the delivery; the count now."""
+        ...
+
     def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
         """One of `owner`'s `slots` delivery slots, free or held past its `until`, now held by `holder` until
         `until`; None when all are held."""

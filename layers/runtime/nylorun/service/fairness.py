@@ -67,6 +67,16 @@ class FairDelivery:
         self._held: dict[str, float] = {}  # subject's slots key -> attempt seconds held, in this process
         self._lock = threading.Lock()
 
+    def attempt(self, delivery: str, received: int) -> int:
+        """This attempt's number, from the delivery's journal of failed attempts, not SQS's receive count: that also
+        counts parks (and batches whose time ran out), which are no attempts, and would lengthen the backoff and
+        take the first attempt's short deadline away. A delivery received once has had none (nothing is read)."""
+        return 1 if received <= 1 else self._states.failed_attempts(delivery) + 1
+
+    def attempt_failed(self, delivery: str) -> None:
+        """Journal a failed attempt (only failures are written: a delivered one needs no count)."""
+        self._states.attempt_failed(delivery, int(self._now()) + STATE_TTL_SECONDS)
+
     def admit(self, subject: str, url: str, attempt: int) -> Admission:
         """Take a slot for one attempt, or say how long to park the delivery."""
         settings, now = self._settings, self._now()

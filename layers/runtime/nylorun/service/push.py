@@ -230,7 +230,8 @@ class PushService:
     def deliver(self, delivery: Delivery, attempt: int) -> Result:
         """One attempt: one POST, all of it (connect, send, read) within its deadline (`push_first_timeout_seconds`
         for a first attempt, else `push_timeout_seconds`), once a slot of its subject's is free and its receiver is
-        not parked (service/fairness.py); else the delivery is parked without an attempt."""
+        not parked (service/fairness.py); else the delivery is parked without an attempt. `attempt`: SQS's receive
+        count; the attempt's number is taken from the delivery's journal of failed attempts (parks are none)."""
         stored = self._store.get_push_config(delivery.task_id, delivery.config_id)
         if stored is None:
             return Result(Outcome.DROPPED, reason="config deleted")
@@ -264,6 +265,7 @@ class PushService:
             # the a2a-sdk's header for the token
             headers["X-A2A-Notification-Token"] = self._open(config.token, delivery.task_id)
         # Fair delivery workers (service/fairness.py): a slot of the subject's, or parked without an attempt.
+        attempt = self._fair.attempt(delivery.webhook_id, attempt)
         admission = self._fair.admit(subject, config.url, attempt)
         if admission.parked:
             return self._park(delivery, admission.park_seconds, admission.reason, log)
@@ -320,6 +322,7 @@ class PushService:
     def _retry(self, delivery: Delivery, attempt: int, at_least: int, log: dict[str, Any], reason: str) -> Result:
         if self._now() - delivery.first_attempt_at >= self._settings.push_max_age_seconds:
             return self._give_up(delivery, f"still failing after the retry window ({reason})", log)
+        self._fair.attempt_failed(delivery.webhook_id)
         backoff = min(
             self._settings.push_retry_max_seconds, self._settings.push_retry_base_seconds * 2 ** max(0, attempt - 1)
         )

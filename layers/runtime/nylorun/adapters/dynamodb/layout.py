@@ -21,6 +21,7 @@ Items (PK / SK):
     RCV#<receiver-key>  BREAKER      a subject's push receiver's breaker: consecutive failures, parked until, the
                                      one probe's claim (`expiresAt`); the key is a keyed digest of subject + origin
     RCV#<slots-key>     SLOT#<n>     one of a subject's push delivery slots: holder, held until (`expiresAt`)
+    RCV#<webhook-id>    ATTEMPTS     a push delivery's failed attempts (written only when one fails; `expiresAt`)
     FILE#<scope>     PATH#<path>     the latest version number of an output path (kept, like CTX: per context)
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
@@ -146,6 +147,10 @@ def receiver(receiver_key: str) -> Key:
 
 def delivery_slot(slots_key: str, slot: int) -> Key:
     return {"PK": f"RCV#{slots_key}", "SK": f"SLOT#{slot}"}
+
+
+def delivery_attempts(webhook_id: str) -> Key:
+    return {"PK": f"RCV#{webhook_id}", "SK": "ATTEMPTS"}
 
 
 def push_bucket(bucket: int) -> str:

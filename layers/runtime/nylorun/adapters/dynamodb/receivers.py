@@ -22,14 +22,25 @@ class Receivers:
         return ReceiverState(failures=int(item.get("failures", 0)), open_until=float(item.get("openUntil", 0)))
 
     def receiver_failed(self, receiver: str, expires_at: int) -> int:
+        return self._count(layout.receiver(receiver), "failures", expires_at)
+
+    def failed_attempts(self, delivery: str) -> int:
+        item = self._t.get(layout.delivery_attempts(delivery))
+        return int(item.get("failed", 0)) if item else 0
+
+    def attempt_failed(self, delivery: str, expires_at: int) -> int:
+        return self._count(layout.delivery_attempts(delivery), "failed", expires_at)
+
+    def _count(self, key: dict[str, str], name: str, expires_at: int) -> int:
+        """One more in the item's counter `name` (made if absent), in one write; the count now."""
         with aws("update_item"):
             out = self._t.db.update_item(
-                TableName=self._t.name, Key=codec.to_item(layout.receiver(receiver)),
-                UpdateExpression="ADD failures :one SET expiresAt = :expires",
+                TableName=self._t.name, Key=codec.to_item(key),
+                UpdateExpression="ADD #n :one SET expiresAt = :expires", ExpressionAttributeNames={"#n": name},
                 ExpressionAttributeValues=codec.to_item({":one": 1, ":expires": expires_at}),
                 ReturnValues="UPDATED_NEW",
             )  # fmt: skip
-        return int(codec.from_item(out["Attributes"])["failures"])
+        return int(codec.from_item(out["Attributes"])[name])
 
     def open_receiver(self, receiver: str, until: float, expires_at: int) -> None:
         # Racing instances: the later end stands (a failed condition means one as late or later is already set).

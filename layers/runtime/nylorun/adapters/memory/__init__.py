@@ -63,6 +63,7 @@ class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersi
         self._receivers = {}
         self._probes = {}
         self._slots = {}
+        self._attempts = {}
 
 
 if TYPE_CHECKING:  # `make typecheck` fails here when a port changes and these adapters do not follow

@@ -37,6 +37,15 @@ class Receivers(State):
             self._receivers.pop(receiver, None)
             self._probes.pop(receiver, None)
 
+    def failed_attempts(self, delivery: str) -> int:
+        with self._lock:
+            return self._attempts.get(delivery, 0)
+
+    def attempt_failed(self, delivery: str, expires_at: int) -> int:
+        with self._lock:
+            self._attempts[delivery] = self._attempts.get(delivery, 0) + 1
+            return self._attempts[delivery]
+
     def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
         with self._lock:
             for slot in range(slots):

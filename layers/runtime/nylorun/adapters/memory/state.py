@@ -86,6 +86,7 @@ class State:
     _receivers: dict[str, ReceiverState]  # a subject's receiver (keyed digest) -> its breaker
     _probes: dict[str, float]  # a receiver -> until when its one probe attempt is claimed
     _slots: dict[tuple[str, int], tuple[str, float]]  # (a subject's slots, slot) -> (holder, held until)
+    _attempts: dict[str, int]  # a push delivery (its webhook-id) -> its failed attempts
 
     def _live(self, task_id: str) -> TaskEntry | None:
         """The task, unless it is gone: never stored, removed, or expired (README "Data retention")."""
