@@ -298,3 +298,16 @@ def test_parks_are_no_attempts_the_first_attempt_after_them_keeps_its_short_dead
     # fourth attempt's 10 s and 120-240 s
     assert sender.posts == [("https://slow.example/hook", 5)]
     assert retry.outcome is Outcome.RETRY and 15 <= retry.delay_seconds <= 30, retry
+
+
+@pytest.mark.parametrize(("slots", "concurrency", "expected"), [("0", "20", 2), ("0", "5", 1), ("4", "20", 4), ("50", "20", 20)])
+def test_a_subjects_slots_come_from_push_subject_slots_or_a_tenth_of_the_push_concurrency(
+    monkeypatch: pytest.MonkeyPatch, slots: str, concurrency: str, expected: int
+) -> None:
+    # Given the push function's environment as the template sets it (PushSubjectSlots: 0 derives a tenth)
+    monkeypatch.setenv("NYLORUN_PUSH_SUBJECT_SLOTS", slots)
+    monkeypatch.setenv("NYLORUN_PUSH_CONCURRENCY", concurrency)
+    monkeypatch.setenv("NYLORUN_PUSH_SECRET", SECRET)
+    # When the settings are read
+    # Then a subject gets that many slots (never more than the push function runs at once)
+    assert Settings.from_env().subject_slots == expected

@@ -78,7 +78,8 @@ class Settings(BaseModel):
     # `push_subject_slots`, by default a tenth of it (at least 1), so one subject's attempts hold at most that
     # share of the function's capacity whatever its receivers do.
     push_concurrency: int = Field(default=20, ge=1, le=1000)
-    push_subject_slots: int | None = Field(default=None, ge=1)
+    # 0 or unset: derived (template parameter PushSubjectSlots, 0 by default); more than push_concurrency means nothing.
+    push_subject_slots: int | None = Field(default=None, ge=0, le=1000)
     # A subject's receiver (its URL's origin) that failed this many times in a row (no answer, 429, 5xx) is parked:
     # its deliveries wait without an attempt, first `push_breaker_open_seconds`, doubling to `push_retry_max_seconds`;
     # then one probe attempt at a time. Any answer closes it.
@@ -211,7 +212,7 @@ class Settings(BaseModel):
     @property
     def subject_slots(self) -> int:
         """How many of one subject's deliveries may be in flight at once, over every push instance."""
-        return self.push_subject_slots or max(1, self.push_concurrency // 10)
+        return min(self.push_subject_slots or max(1, self.push_concurrency // 10), self.push_concurrency)
 
     @property
     def retention(self) -> int:
