@@ -119,11 +119,10 @@ def test_a_peer_dripping_one_byte_at_a_time_is_cut_at_the_overall_deadline(metho
 # ---------------------------------------------------------------- a batch outliving its function
 def _slow_batch(
     local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch, configs: list[str],
-    peer: SlowPeer, deadline: int, one_subject_each: bool = False,
+    peer: SlowPeer, deadline: int,
 ) -> tuple[Any, list[dict[str, Any]], list[tuple[str, int]]]:
     """One delivery per entry of `configs` (a config named twice: two events, in its one message group), each to
-    `peer` (closed after the test), with a delivery deadline of `deadline` seconds; the configs alice's, or each of
-    a subject of its own."""
+    `peer` (closed after the test), with a delivery deadline of `deadline` seconds."""
     function = local_runtime._functions["PushFunction"]
     runtime = function.runtime
     monkeypatch.setattr(runtime.settings, "push_timeout_seconds", deadline)
@@ -133,8 +132,7 @@ def _slow_batch(
     records = []
     for n, config_id in enumerate(configs):
         config = TaskPushNotificationConfig(id=config_id, task_id=task_id, url=peer.url)
-        subject = f"subject-{n}-{uuid.uuid4()}" if one_subject_each else "alice"
-        stored = StoredPushConfig(config=config, created_at=now_timestamp(), subject=subject)
+        stored = StoredPushConfig(config=config, created_at=now_timestamp(), subject="alice")
         runtime.store.put_push_config(task_id, stored)
         delivery = Delivery(
             event_id=f"e{n}", task_id=task_id, config_id=config_id, kind="statusUpdate",
@@ -176,12 +174,11 @@ def test_a_push_batch_stops_before_its_function_times_out_and_hands_the_rest_bac
 def test_a_push_batch_runs_its_message_groups_side_by_side(
     local_runtime: LocalRuntime, peers: list[SlowPeer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given ten deliveries, each to its own config (its own message group) of its own subject (one subject's are
-    # capped at its delivery slots: tests/unit/test_fair_delivery.py) at a receiver that never answers, with a 1 s
-    # delivery deadline and 5 s left in the invocation
+    # Given ten deliveries, each to its own config (its own message group) at a receiver that never answers, with a
+    # 1 s delivery deadline and 5 s left in the invocation
     peer = SlowPeer("silent", most=30)
     function, records, held = _slow_batch(
-        local_runtime, peers, monkeypatch, [f"c{n}" for n in range(10)], peer, deadline=1, one_subject_each=True
+        local_runtime, peers, monkeypatch, [f"c{n}" for n in range(10)], peer, deadline=1
     )
 
     # When the batch runs

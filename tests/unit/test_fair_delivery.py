@@ -1,10 +1,11 @@
 """Fair delivery workers: a subject whose receivers time out or refuse holds at most a bounded share of the push
 function's delivery capacity, whatever it does (README "Push notifications", "Fair delivery workers").
 
-The primary figure is counted, not timed: a clock only the test moves (`VirtualTime`) runs a minute of the push
-function's work, each worker thread a delivery slot; a receiver that never answers holds its attempt for the
-deadline the push service gave it, and the attempts' held seconds are added up against the configured concurrency
-× 60 s. No HTTP, no SQS, no moto: the in-memory store keeps the receivers' state as the table does.
+The primary figure is counted, not timed: a clock only the test moves (`VirtualTime`) runs minutes of the push
+function's work, each worker thread one message group in flight; a receiver that never answers holds its attempt for
+the deadline the push service gave it, and the attempts' held seconds in every minute are added up against the
+configured concurrency × 60 s. No HTTP, no SQS, no moto: the in-memory store keeps the receivers' state and each
+subject's budget as the table does.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from nylorun.adapters.memory import InMemoryTaskStore
 from nylorun.ports import HttpResult, StoredPushConfig
 from nylorun.protocol.models import TaskPushNotificationConfig
-from nylorun.service.fairness import slots_key
+from nylorun.service.fairness import budget_key
 from nylorun.service.push import Delivery, Outcome, PushService
 from nylorun.settings import Settings
 
@@ -87,10 +88,11 @@ class Queued:
 
 class PushQueue:
     """The push queue as the worker threads see it: each delivery in its own message group (one message each),
-    hidden while received, back after the delay a retry asked for; the receive count is the attempt number."""
+    hidden while received, back after the delay a retry asked for; the receive count is the attempt number. With a
+    `fan_out_step`, the deliveries arrive as a fan-out queues them: ten (one SendMessageBatch) every that many s."""
 
-    def __init__(self, deliveries: Sequence[Delivery]) -> None:
-        self._heap = [Queued(T0, n, d) for n, d in enumerate(deliveries)]
+    def __init__(self, deliveries: Sequence[Delivery], fan_out_step: float = 0.0) -> None:
+        self._heap = [Queued(T0 + n // 10 * fan_out_step, n, d) for n, d in enumerate(deliveries)]
         self._lock = threading.Lock()
         self.dead: list[tuple[Delivery, str]] = []
         self.delivered: list[Delivery] = []
@@ -109,8 +111,9 @@ class PushQueue:
             heapq.heappush(self._heap, item)
 
     def next_visible(self, now: float) -> float:
+        """When an idle worker next finds a message: as soon as one is visible (SQS's long polling)."""
         with self._lock:
-            return max(self._heap[0].visible_at, now + 1) if self._heap else now + MINUTE
+            return self._heap[0].visible_at if self._heap else now + MINUTE
 
     # the DeliveryQueue port, for the service
     def send_deliveries(self, deliveries: Sequence[Delivery]) -> None:
@@ -123,31 +126,43 @@ class PushQueue:
         self.dead.append((delivery, reason))
 
 
-class BlackHole:
-    """Receivers that never answer: an attempt holds its worker until the deadline it was given, then times out.
-    Counts each attempt's held seconds inside the measured minute."""
+class Receiver:
+    """Receivers that answer after `answer_after` seconds, or never (None): an attempt holds its worker that long, or
+    until the deadline it was given (else the sender's, 10 s) and then times out. Records each attempt's (start, end)
+    inside the run."""
 
-    def __init__(self, clock: VirtualTime, end: float, default_deadline: float) -> None:
-        self._clock, self._end, self._default = clock, end, default_deadline
-        self.held: list[float] = []
+    def __init__(self, clock: VirtualTime, end: float, answer_after: float | None = None) -> None:
+        self._clock, self._end, self._after = clock, end, answer_after
+        self._default = float(Settings.model_fields["push_timeout_seconds"].default)
+        self.held: list[tuple[float, float]] = []
         self._lock = threading.Lock()
 
     def post(
         self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None
     ) -> HttpResult:
         started = self._clock.now
-        self._clock.sleep_until(started + (timeout_seconds or self._default))
+        deadline = timeout_seconds or self._default
+        hold = deadline if self._after is None else min(self._after, deadline)
+        self._clock.sleep_until(started + hold)
         with self._lock:
-            self.held.append(min(self._clock.now, self._end) - started)
-        raise TimeoutError("no answer")
+            self.held.append((started, min(self._clock.now, self._end)))
+        if self._after is None or self._clock.now < started + self._after:
+            raise TimeoutError("no answer")
+        return HttpResult(status=204, headers={})
+
+    def most_held_in_any_minute(self) -> float:
+        """The most attempt seconds held inside any minute [t, t + 60) of the run: the sum is piecewise linear in t,
+        so its highest is where a minute starts at an attempt's start or ends at an attempt's end."""
+        starts = [s for s, _ in self.held] + [e - MINUTE for _, e in self.held]
+        return max((sum(max(0.0, min(e, t + MINUTE) - max(s, t)) for s, e in self.held) for t in starts), default=0.0)
 
 
-def alice_pushes(urls: Sequence[str]) -> tuple[InMemoryTaskStore, list[Delivery]]:
-    """Alice's 10 tasks × 10 configs (the per-task quota), config n of each task aimed at `urls[n % len(urls)]`,
-    and one delivery per config (a status of each task)."""
+def alice_pushes(urls: Sequence[str], tasks: int = 10) -> tuple[InMemoryTaskStore, list[Delivery]]:
+    """Alice's `tasks` tasks × 10 configs (the per-task quota), config n aimed at `urls[n % len(urls)]`, and one
+    delivery per config (a status of each task)."""
     store = InMemoryTaskStore()
     deliveries = []
-    for t in range(10):
+    for t in range(tasks):
         task_id = f"task-{t}"
         status = {"taskId": task_id, "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
         for c in range(10):
@@ -160,21 +175,14 @@ def alice_pushes(urls: Sequence[str]) -> tuple[InMemoryTaskStore, list[Delivery]
     return store, deliveries
 
 
-@pytest.mark.parametrize("hosts", [1, 100], ids=["one-black-hole", "a-black-hole-per-config"])
-def test_one_subjects_black_holes_hold_at_most_a_tenth_of_the_push_functions_capacity(hosts: int) -> None:
-    # Given alice's 100 configs aimed at receivers that never answer (one host, or a host of its own each), and
-    # the push function at its configured concurrency, each instance running ten message groups side by side
-    urls = [f"https://hole-{n}.example/hook" for n in range(hosts)]
-    store, deliveries = alice_pushes(urls)
-    clock = VirtualTime(T0)
-    settings = Settings(push_secret=SECRET)
-    sender = BlackHole(clock, T0 + MINUTE, settings.push_timeout_seconds)
-    queue = PushQueue(deliveries)
-    push = PushService(store, sender, queue, settings, lambda: [SECRET], clock=clock)
+def run_push_function(push: PushService, queue: PushQueue, clock: VirtualTime, until: float) -> list[float]:
+    """The push function at its configured concurrency, each instance running ten message groups side by side, until
+    `until` on the virtual clock; when each delivery was delivered."""
+    delivered: list[float] = []
 
     def worker() -> None:
         try:
-            while clock.now < T0 + MINUTE:
+            while clock.now < until:
                 item = queue.take(clock.now)
                 if item is None:
                     clock.sleep_until(queue.next_visible(clock.now))
@@ -182,25 +190,64 @@ def test_one_subjects_black_holes_hold_at_most_a_tenth_of_the_push_functions_cap
                 result = push.deliver(item.delivery, item.receives)
                 if result.outcome is Outcome.RETRY:
                     queue.back(item, clock.now + max(1, result.delay_seconds))
+                elif result.outcome is Outcome.DELIVERED:
+                    delivered.append(clock.now)
         finally:
             clock.leave()
 
-    # When the push function works for one minute
     workers = [threading.Thread(target=worker, daemon=True) for _ in range(CONCURRENCY * GROUPS_PER_INSTANCE)]
     clock.enter(len(workers))
     for thread in workers:
         thread.start()
-    clock.run_until(T0 + MINUTE)
+    clock.run_until(until)
     for thread in workers:
         thread.join()
+    return delivered
 
-    # Then alice's attempts held at most a tenth of its capacity (concurrency × 60 s), counted attempt by attempt
-    # (before: every worker waited on her receivers the whole minute, 5 × the capacity)
-    held = sum(sender.held)
-    assert held <= BOUND * CONCURRENCY * MINUTE, (held, len(sender.held))
+
+@pytest.mark.parametrize("hosts", [1, 100], ids=["one-black-hole", "a-black-hole-per-config"])
+def test_one_subjects_black_holes_hold_at_most_a_tenth_of_the_push_functions_capacity_in_any_minute(
+    hosts: int,
+) -> None:
+    # Given alice's 100 configs aimed at receivers that never answer (one host, or a host of its own each)
+    urls = [f"https://hole-{n}.example/hook" for n in range(hosts)]
+    store, deliveries = alice_pushes(urls)
+    clock, end = VirtualTime(T0), T0 + 3 * MINUTE
+    settings = Settings(push_secret=SECRET)
+    sender = Receiver(clock, end)
+    queue = PushQueue(deliveries)
+    push = PushService(store, sender, queue, settings, lambda: [SECRET], clock=clock)
+
+    # When the push function works for three minutes (its budget windows' edges fall anywhere in them)
+    run_push_function(push, queue, clock, end)
+
+    # Then in no minute did alice's attempts hold more than a tenth of its capacity (concurrency × 60 s), counted
+    # attempt by attempt (before fair delivery: every worker waited on her receivers the whole minute, 10 × it)
+    most = sender.most_held_in_any_minute()
+    assert 0 < most <= BOUND * CONCURRENCY * MINUTE, (most, len(sender.held))
     # And the push function's own accounting says the same
-    assert push.held_seconds() == pytest.approx(sum(sender.held), abs=1e-6)
+    assert push.held_seconds() == pytest.approx(sum(e - s for s, e in sender.held), abs=1e-6)
     # And none of her deliveries was dropped for it: each waits for its receiver (24 h), none dead-lettered
+    assert queue.dead == []
+
+
+def test_one_subjects_fan_out_to_a_receiver_that_answers_at_once_is_not_held_to_a_tenth_of_the_workers() -> None:
+    # Given alice's 1,000 configs (100 tasks × 10) aimed at a receiver that answers in 20 ms, their deliveries
+    # queued by the fan-out ten at a time, a step every 0.1 s (10 s for all of them)
+    store, deliveries = alice_pushes(["https://fast.example/hook"], tasks=100)
+    clock, end = VirtualTime(T0), T0 + MINUTE
+    sender = Receiver(clock, end, answer_after=0.02)
+    queue = PushQueue(deliveries, fan_out_step=0.1)
+    push = PushService(store, sender, queue, Settings(push_secret=SECRET), lambda: [SECRET], clock=clock)
+
+    # When the push function works on them for a minute
+    delivered = run_push_function(push, queue, clock, end)
+
+    # Then all 1,000 arrive within 30 s of the push function's time (about 15 s): each costs her budget the 20 ms it
+    # held (before, capped at two in flight, those that found both taken parked 1-5 s: the last arrived after 53 s)
+    assert len(delivered) == 1000 and max(delivered) - T0 <= 30, (len(delivered), max(delivered, default=0) - T0)
+    # And together they held 20 s, less than a tenth of a minute's capacity
+    assert sum(e - s for s, e in sender.held) == pytest.approx(20.0)
     assert queue.dead == []
 
 
@@ -282,17 +329,19 @@ def test_a_deliverys_first_attempt_has_the_shorter_deadline_and_its_retries_the_
 
 
 def test_parks_are_no_attempts_the_first_attempt_after_them_keeps_its_short_deadline_and_the_base_backoff() -> None:
-    # Given alice's only delivery slot held by another of her attempts, and her receiver that never answers
+    # Given alice's budget for this window all reserved by her other attempts, and her receiver that never answers
     clock, sender = Clock(), Scripted(TimeoutError("no answer"))
-    store = InMemoryTaskStore()
-    push, delivery = one_config_each(sender, clock, "https://slow.example/hook", store, push_subject_slots=1)
-    store.take_delivery_slot(slots_key("alice"), 1, "another-attempt", clock.now, clock.now + 3600)
-    # When her delivery comes back from the queue three times and finds the slot held each time (parked)
+    store, settings = InMemoryTaskStore(), Settings(push_secret=SECRET)
+    push, delivery = one_config_each(sender, clock, "https://slow.example/hook", store)
+    window, budget = int(clock.now // settings.subject_budget_window), settings.subject_budget
+    assert store.reserve_budget(budget_key("alice"), window, budget, budget, int(T0) + 3600)
+    # When her delivery comes back from the queue three times and finds no budget left each time (parked)
     for received in (1, 2, 3):
         assert push.deliver(delivery["alice"], received).outcome is Outcome.RETRY
     assert sender.posts == []
-    # And the slot is free when SQS hands it over the fourth time, and the attempt times out
-    store.free_delivery_slot(slots_key("alice"), 0, "another-attempt")
+    # And those attempts answered at once (their reservations refunded) when SQS hands it over the fourth time, and
+    # the attempt times out
+    store.refund_budget(budget_key("alice"), window, budget, int(T0) + 3600)
     retry = push.deliver(delivery["alice"], 4)
     # Then that was its first attempt: the 5 s deadline, and the base backoff (30 s, jittered to 15-30 s), not the
     # fourth attempt's 10 s and 120-240 s
@@ -300,14 +349,20 @@ def test_parks_are_no_attempts_the_first_attempt_after_them_keeps_its_short_dead
     assert retry.outcome is Outcome.RETRY and 15 <= retry.delay_seconds <= 30, retry
 
 
-@pytest.mark.parametrize(("slots", "concurrency", "expected"), [("0", "20", 2), ("0", "5", 1), ("4", "20", 4), ("50", "20", 20)])
-def test_a_subjects_slots_come_from_push_subject_slots_or_a_tenth_of_the_push_concurrency(
-    monkeypatch: pytest.MonkeyPatch, slots: str, concurrency: str, expected: int
+@pytest.mark.parametrize(
+    ("share", "concurrency", "budget"),
+    [("10", "20", 60.0), ("10", "1000", 3000.0), ("100", "20", 600.0), ("10", "2", 10.0)],
+    ids=["default", "most-concurrency", "opted-out", "at-least-one-deadline"],
+)
+def test_a_subjects_budget_is_half_its_share_of_a_minutes_capacity_per_window_of_a_minute_and_a_deadline(
+    monkeypatch: pytest.MonkeyPatch, share: str, concurrency: str, budget: float
 ) -> None:
-    # Given the push function's environment as the template sets it (PushSubjectSlots: 0 derives a tenth)
-    monkeypatch.setenv("NYLORUN_PUSH_SUBJECT_SLOTS", slots)
+    # Given the push function's environment as the template sets it (PushSubjectShare, PushMaxConcurrency)
+    monkeypatch.setenv("NYLORUN_PUSH_SUBJECT_SHARE", share)
     monkeypatch.setenv("NYLORUN_PUSH_CONCURRENCY", concurrency)
     monkeypatch.setenv("NYLORUN_PUSH_SECRET", SECRET)
     # When the settings are read
-    # Then a subject gets that many slots (never more than the push function runs at once)
-    assert Settings.from_env().subject_slots == expected
+    settings = Settings.from_env()
+    # Then a subject may reserve half its share of concurrency × 60 s per window (any minute meets two windows'
+    # attempts), never less than one attempt's longest deadline (10 s), in windows of 60 s + that deadline
+    assert (settings.subject_budget, settings.subject_budget_window) == (budget, 70)

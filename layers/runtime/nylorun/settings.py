@@ -71,15 +71,15 @@ class Settings(BaseModel):
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
     # Fair delivery workers (README "Push notifications"). A delivery's first attempt has a shorter deadline: most
-    # receivers answer within it, and one that never answers holds a slot that much less.
+    # receivers answer within it, and one that never answers holds its worker that much less.
     push_first_timeout_seconds: int = Field(default=5, ge=1, le=30)
     # The push function's configured concurrency (deployed: the template's PushMaxConcurrency, the queue's
-    # MaximumConcurrency). One subject's deliveries in flight at once, over every push instance: at most
-    # `push_subject_slots`, by default a tenth of it (at least 1), so one subject's attempts hold at most that
-    # share of the function's capacity whatever its receivers do.
+    # MaximumConcurrency): its capacity is this × 60 s of delivery time a minute.
     push_concurrency: int = Field(default=20, ge=1, le=1000)
-    # 0 or unset: derived (template parameter PushSubjectSlots, 0 by default); more than push_concurrency means nothing.
-    push_subject_slots: int | None = Field(default=None, ge=0, le=1000)
+    # The percent of that capacity one subject's attempts may hold in any minute (template PushSubjectShare, 1-100):
+    # 10 keeps the 1/10 bound, 100 opts out (a stack with one caller). A window's budget is never under one longest
+    # deadline, so every delivery can be attempted: below 4 push instances at 10 %, that is more than the share.
+    push_subject_share: int = Field(default=10, ge=1, le=100)
     # A subject's receiver (its URL's origin) that failed this many times in a row (no answer, 429, 5xx) is parked:
     # its deliveries wait without an attempt, first `push_breaker_open_seconds`, doubling to `push_retry_max_seconds`;
     # then one probe attempt at a time. Any answer closes it.
@@ -210,9 +210,17 @@ class Settings(BaseModel):
         )
 
     @property
-    def subject_slots(self) -> int:
-        """How many of one subject's deliveries may be in flight at once, over every push instance."""
-        return min(self.push_subject_slots or max(1, self.push_concurrency // 10), self.push_concurrency)
+    def subject_budget_window(self) -> int:
+        """Seconds of one window of a subject's delivery budget: a minute and the longest deadline, so every attempt
+        that holds time in a given minute started within one window's span (README "Push notifications")."""
+        return 60 + self.push_timeout_seconds
+
+    @property
+    def subject_budget(self) -> float:
+        """Seconds of delivery time one subject's attempts may hold per window: half its share of a minute's
+        capacity (any minute meets at most two windows' attempts), and never under one attempt's longest deadline."""
+        half = self.push_subject_share / 100 * self.push_concurrency * 60 / 2
+        return max(half, float(self.push_timeout_seconds))
 
     @property
     def retention(self) -> int:
@@ -258,7 +266,7 @@ class Settings(BaseModel):
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
             "push_first_timeout_seconds": "NYLORUN_PUSH_FIRST_TIMEOUT_SECONDS",
             "push_concurrency": "NYLORUN_PUSH_CONCURRENCY",
-            "push_subject_slots": "NYLORUN_PUSH_SUBJECT_SLOTS",
+            "push_subject_share": "NYLORUN_PUSH_SUBJECT_SHARE",
             "push_breaker_failures": "NYLORUN_PUSH_BREAKER_FAILURES",
             "push_breaker_open_seconds": "NYLORUN_PUSH_BREAKER_OPEN_SECONDS",
             "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",

@@ -1,5 +1,5 @@
-"""The push receivers' shared state: each receiver's circuit breaker and each subject's delivery slots, kept where
-every push function instance sees them (one item each, conditional writes, expiring)."""
+"""The push receivers' shared state: each receiver's circuit breaker and each subject's delivery-time budget, kept
+where every push function instance sees them (one item each, atomic conditional writes, expiring)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class ReceiverState:
 
 
 class ReceiverStates(Protocol):
-    """Keys are keyed digests (a subject's receiver, a subject's slots), never a URL or a subject."""
+    """Keys are keyed digests (a subject's receiver, a subject's budget), never a URL or a subject."""
 
     def receiver_state(self, receiver: str) -> ReceiverState | None: ...
 
@@ -44,11 +44,11 @@ class ReceiverStates(Protocol):
         """Journal one more failed attempt of the delivery; the count now."""
         ...
 
-    def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
-        """One of `owner`'s `slots` delivery slots, free or held past its `until`, now held by `holder` until
-        `until`; None when all are held."""
+    def reserve_budget(self, owner: str, window: int, seconds: float, budget: float, expires_at: int) -> bool:
+        """Add `seconds` to what `owner`'s attempts reserved in `window`, in one atomic write, if the total stays
+        within `budget`; False (and nothing changed) when it would not."""
         ...
 
-    def free_delivery_slot(self, owner: str, slot: int, holder: str) -> None:
-        """Free the slot if `holder` still holds it (a lease that ran out and was taken stays taken)."""
+    def refund_budget(self, owner: str, window: int, seconds: float, expires_at: int) -> None:
+        """Give back `seconds` of a reservation in `window` that its attempt did not hold."""
         ...

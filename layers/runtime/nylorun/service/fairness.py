@@ -1,18 +1,21 @@
-"""Fair delivery workers: whether a push attempt may start now (its subject's delivery slot, its receiver's
-breaker) and with which deadline, and what its outcome does to the receiver's breaker.
+"""Fair delivery workers: whether a push attempt may start now (its subject's delivery-time budget, its receiver's
+breaker) and with which deadline, and what its outcome does to that budget and the receiver's breaker.
 
-The bound (README "Push notifications"): an attempt runs only while it holds one of its subject's
-`Settings.subject_slots` slots (shared by every push instance, a lease that ends by itself), and holds it at most
-its deadline, so one subject's attempts hold at most subject_slots × 60 s of the push function's concurrency × 60 s
-a minute (a tenth by default), whatever its receivers do. The breaker keeps a receiver that keeps failing from
-using even that: its deliveries are parked without an attempt.
+The bound (README "Push notifications"): before an attempt, its whole deadline is reserved from its subject's budget
+for the current window (`Settings.subject_budget` seconds per `Settings.subject_budget_window`, shared by every push
+instance, one atomic write); after it, the part it did not hold is given back (a crashed instance's reservation
+stays spent). An attempt that holds time in a given minute started at most one deadline before it, so within one
+window's span, which meets at most two windows: one subject's attempts hold at most 2 × subject_budget, its share of
+the push function's concurrency × 60 s, in any minute, whatever its receivers do. A receiver that answers at once
+costs milliseconds of it; one that never answers, its whole deadline. The breaker keeps a receiver that keeps failing
+from using even that: its deliveries are parked without an attempt.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,11 +25,13 @@ from nylorun.observability import metrics
 from nylorun.ports import ReceiverStates
 from nylorun.settings import Settings
 
-# A slot or probe is held past the attempt's deadline by this much: the time to sign, post and read the table
-# around the request, so a live holder's lease never runs out under it.
+# A probe is claimed past the attempt's deadline by this much: the time to sign, post and write the table around
+# the request, so a live prober's claim never runs out under it.
 LEASE_MARGIN_SECONDS = 5
 # Breaker items outlive the longest retry window (Profile v2: 24 hours) by a day; TTL removes them after.
 STATE_TTL_SECONDS = 2 * 24 * 3600
+# A budget window's item is read by nobody once its window is over; TTL removes it an hour later.
+BUDGET_TTL_SECONDS = 3600
 
 
 def receiver_key(subject: str, url: str) -> str:
@@ -37,26 +42,26 @@ def receiver_key(subject: str, url: str) -> str:
     return RUNTIME_KEY.digest("push-receiver", f"{subject}\n{origin}")[:32]
 
 
-def slots_key(subject: str) -> str:
-    return RUNTIME_KEY.digest("push-slots", subject)[:32]
+def budget_key(subject: str) -> str:
+    return RUNTIME_KEY.digest("push-budget", subject)[:32]
 
 
 @dataclass(frozen=True)
 class Admission:
-    """An attempt may start (`deadline` s, holding `slot`), or the delivery is parked `park_seconds`."""
+    """An attempt may start (`deadline` s, reserved from its subject's budget in `window`), or the delivery is parked
+    `park_seconds`."""
 
     subject: str
     receiver: str
     failures: int = 0  # the receiver's consecutive failures when admitted
-    slot: int | None = None
-    holder: str = ""
+    window: int = 0
     deadline: float = 0.0
     park_seconds: int = 0
     reason: str = ""
 
     @property
     def parked(self) -> bool:
-        return self.slot is None
+        return self.deadline <= 0
 
 
 class FairDelivery:
@@ -64,7 +69,7 @@ class FairDelivery:
         self._states = states
         self._settings = settings
         self._now = clock
-        self._held: dict[str, float] = {}  # subject's slots key -> attempt seconds held, in this process
+        self._held: dict[str, float] = {}  # subject's budget key -> attempt seconds held, in this process
         self._lock = threading.Lock()
 
     def attempt(self, delivery: str, received: int) -> int:
@@ -78,7 +83,7 @@ class FairDelivery:
         self._states.attempt_failed(delivery, int(self._now()) + STATE_TTL_SECONDS)
 
     def admit(self, subject: str, url: str, attempt: int) -> Admission:
-        """Take a slot for one attempt, or say how long to park the delivery."""
+        """Reserve one attempt's deadline from its subject's budget, or say how long to park the delivery."""
         settings, now = self._settings, self._now()
         receiver = receiver_key(subject, url)
         state = self._states.receiver_state(receiver)
@@ -95,22 +100,26 @@ class FairDelivery:
         if probing and not self._states.claim_probe(receiver, now, until):
             wait = random.randint(1, settings.push_first_timeout_seconds)
             return Admission(subject, receiver, failures, park_seconds=wait, reason="receiver probed")
-        holder = uuid.uuid4().hex
-        slot = self._states.take_delivery_slot(slots_key(subject), settings.subject_slots, holder, now, until)
-        if slot is None:
-            # Every slot of this subject is held: come back once one may be free.
-            metrics.add_metric(name="PushSubjectSlotsFull", unit="Count", value=1)
+        window = int(now // settings.subject_budget_window)
+        budget = settings.subject_budget
+        if not self._states.reserve_budget(budget_key(subject), window, deadline, budget, self._expiry(window)):
+            # The subject's budget for this window is reserved: come back once a fast attempt may have refunded some.
+            metrics.add_metric(name="PushSubjectBudgetSpent", unit="Count", value=1)
             wait = random.randint(1, settings.push_first_timeout_seconds)
-            return Admission(subject, receiver, failures, park_seconds=wait, reason="subject's slots full")
-        return Admission(subject, receiver, failures, slot, holder, deadline)
+            return Admission(subject, receiver, failures, park_seconds=wait, reason="subject's delivery budget spent")
+        return Admission(subject, receiver, failures, window, deadline)
 
     def settle(self, admission: Admission, answered: bool, held: float) -> None:
-        """After the attempt: free the slot, count the time it held, and close or trip the receiver's breaker.
-        `answered`: the receiver gave an answer it meant (2xx, 410, another 4xx); no answer, 429 and 5xx fail."""
-        if admission.slot is None:
+        """After the attempt: refund the budget it did not hold, count the time it held, and close or trip the
+        receiver's breaker. `answered`: the receiver gave an answer it meant (2xx, 410, another 4xx); no answer, 429
+        and 5xx fail."""
+        if admission.parked:
             return
-        key = slots_key(admission.subject)
-        self._states.free_delivery_slot(key, admission.slot, admission.holder)
+        key = budget_key(admission.subject)
+        # Whole milliseconds, rounded down: a refund never gives back more than the attempt left unused.
+        unused = math.floor(max(0.0, admission.deadline - held) * 1000) / 1000
+        if unused > 0:
+            self._states.refund_budget(key, admission.window, unused, self._expiry(admission.window))
         with self._lock:
             self._held[key] = self._held.get(key, 0.0) + held
         metrics.add_metric(name="PushHeldSeconds", unit="Seconds", value=held)
@@ -131,4 +140,7 @@ class FairDelivery:
     def held_seconds(self, subject: str | None = None) -> float:
         """The attempt seconds this process's deliveries held: one subject's, or everyone's."""
         with self._lock:
-            return self._held.get(slots_key(subject), 0.0) if subject is not None else float(sum(self._held.values()))
+            return self._held.get(budget_key(subject), 0.0) if subject is not None else float(sum(self._held.values()))
+
+    def _expiry(self, window: int) -> int:
+        return (window + 1) * self._settings.subject_budget_window + BUDGET_TTL_SECONDS

@@ -229,9 +229,10 @@ class PushService:
     # ------------------------------------------------------------------ deliver
     def deliver(self, delivery: Delivery, attempt: int) -> Result:
         """One attempt: one POST, all of it (connect, send, read) within its deadline (`push_first_timeout_seconds`
-        for a first attempt, else `push_timeout_seconds`), once a slot of its subject's is free and its receiver is
-        not parked (service/fairness.py); else the delivery is parked without an attempt. `attempt`: SQS's receive
-        count; the attempt's number is taken from the delivery's journal of failed attempts (parks are none)."""
+        for a first attempt, else `push_timeout_seconds`), once that deadline is reserved from its subject's budget
+        and its receiver is not parked (service/fairness.py); else the delivery is parked without an attempt.
+        `attempt`: SQS's receive count; the attempt's number is taken from the delivery's journal of failed
+        attempts (parks are none)."""
         stored = self._store.get_push_config(delivery.task_id, delivery.config_id)
         if stored is None:
             return Result(Outcome.DROPPED, reason="config deleted")
@@ -264,7 +265,7 @@ class PushService:
         if config.token:
             # the a2a-sdk's header for the token
             headers["X-A2A-Notification-Token"] = self._open(config.token, delivery.task_id)
-        # Fair delivery workers (service/fairness.py): a slot of the subject's, or parked without an attempt.
+        # Fair delivery workers (service/fairness.py): the subject's budget reserved, or parked without an attempt.
         attempt = self._fair.attempt(delivery.webhook_id, attempt)
         admission = self._fair.admit(subject, config.url, attempt)
         if admission.parked:

@@ -2,7 +2,7 @@
 
 One module per job — `turns` (opening turns, queueing on a busy context, handing it on), `reads` (a task, its
 item), `listing` (ListTasks), `writes` (statuses, artifacts, history, answers), `messages` (message dedupe),
-`journal`, `push` (push configs and their sweep), `receivers` (push receivers' breakers and slots), `files` (file versions), `retention` (what goes when a task
+`journal`, `push` (push configs and their sweep), `receivers` (push receivers' breakers and budgets), `files` (file versions), `retention` (what goes when a task
 expires) — over `table` (AWS errors translated, named transactions, the one retry policy), `codec` (records ↔
 plain items ↔ attribute values, page tokens, which the in-memory store uses too) and `salvage` (lenient reads).
 `stream` decodes the change stream into `nylorun.events` changes.

@@ -20,7 +20,7 @@ Items (PK / SK):
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
     RCV#<receiver-key>  BREAKER      a subject's push receiver's breaker: consecutive failures, parked until, the
                                      one probe's claim (`expiresAt`); the key is a keyed digest of subject + origin
-    RCV#<slots-key>     SLOT#<n>     one of a subject's push delivery slots: holder, held until (`expiresAt`)
+    RCV#<budget-key>    BUDGET#<w>   a subject's push delivery seconds reserved in budget window w (`expiresAt`)
     RCV#<webhook-id>    ATTEMPTS     a push delivery's failed attempts (written only when one fails; `expiresAt`)
     FILE#<scope>     PATH#<path>     the latest version number of an output path (kept, like CTX: per context)
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
@@ -145,8 +145,8 @@ def receiver(receiver_key: str) -> Key:
     return {"PK": f"RCV#{receiver_key}", "SK": "BREAKER"}
 
 
-def delivery_slot(slots_key: str, slot: int) -> Key:
-    return {"PK": f"RCV#{slots_key}", "SK": f"SLOT#{slot}"}
+def subject_budget(budget_key: str, window: int) -> Key:
+    return {"PK": f"RCV#{budget_key}", "SK": f"BUDGET#{window}"}
 
 
 def delivery_attempts(webhook_id: str) -> Key:

@@ -169,12 +169,6 @@ class Table:
         with aws("put_item"):
             self.db.put_item(TableName=self.name, Item=codec.to_item(item))
 
-    def put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
-        """A conditional put; False when its condition failed."""
-        return self._conditional(
-            "put_item", self.db.put_item, TableName=self.name, Item=codec.to_item(item), **_condition(condition, values)
-        )
-
     def delete(self, key: dict[str, Any], condition: str | None = None, values: dict[str, Any] | None = None) -> bool:
         """Delete the item (absent is fine); with a condition, only if it holds: False when it did not."""
         return self._conditional(

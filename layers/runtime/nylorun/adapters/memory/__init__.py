@@ -12,7 +12,7 @@ store. The contract both stores keep is tests/integration/test_store_contract.py
 
 Like `nylorun.adapters.dynamodb`, one module per aggregate — `turns` (opening turns, queued turns, message
 dedupe), `tasks` (reads, statuses, history, artifacts, answers), `journal` (and wait tokens), `operators`,
-`push` (push configs and their sweep), `receivers` (push receivers' breakers and slots), `files` (file versions), `retention` (what goes when a task expires) —
+`push` (push configs and their sweep), `receivers` (push receivers' breakers and budgets), `files` (file versions), `retention` (what goes when a task expires) —
 over `state` (the records they share and the lock). `queue` and `orchestrator` are the other two ports.
 """
 
@@ -62,7 +62,7 @@ class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersi
         self._file_writes = {}
         self._receivers = {}
         self._probes = {}
-        self._slots = {}
+        self._budgets = {}
         self._attempts = {}
 
 

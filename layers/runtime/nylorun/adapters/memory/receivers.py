@@ -1,4 +1,4 @@
-"""The push receivers' breakers and each subject's delivery slots in one process's memory (the DynamoDB store
+"""The push receivers' breakers and each subject's delivery-time budget in one process's memory (the DynamoDB store
 keeps them as items: adapters/dynamodb/receivers.py)."""
 
 from __future__ import annotations
@@ -46,16 +46,14 @@ class Receivers(State):
             self._attempts[delivery] = self._attempts.get(delivery, 0) + 1
             return self._attempts[delivery]
 
-    def take_delivery_slot(self, owner: str, slots: int, holder: str, now: float, until: float) -> int | None:
+    def reserve_budget(self, owner: str, window: int, seconds: float, budget: float, expires_at: int) -> bool:
         with self._lock:
-            for slot in range(slots):
-                held = self._slots.get((owner, slot))
-                if held is None or held[1] < now:
-                    self._slots[(owner, slot)] = (holder, until)
-                    return slot
-            return None
+            reserved = self._budgets.get((owner, window), 0.0)
+            if reserved + seconds > budget:
+                return False
+            self._budgets[(owner, window)] = reserved + seconds
+            return True
 
-    def free_delivery_slot(self, owner: str, slot: int, holder: str) -> None:
+    def refund_budget(self, owner: str, window: int, seconds: float, expires_at: int) -> None:
         with self._lock:
-            if (self._slots.get((owner, slot)) or ("", 0.0))[0] == holder:
-                del self._slots[(owner, slot)]
+            self._budgets[(owner, window)] = self._budgets.get((owner, window), 0.0) - seconds

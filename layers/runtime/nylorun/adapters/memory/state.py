@@ -85,7 +85,7 @@ class State:
     _file_writes: dict[tuple[str, str], int]  # (scope, write key) -> the version it got
     _receivers: dict[str, ReceiverState]  # a subject's receiver (keyed digest) -> its breaker
     _probes: dict[str, float]  # a receiver -> until when its one probe attempt is claimed
-    _slots: dict[tuple[str, int], tuple[str, float]]  # (a subject's slots, slot) -> (holder, held until)
+    _budgets: dict[tuple[str, int], float]  # (a subject's budget, window) -> delivery seconds reserved
     _attempts: dict[str, int]  # a push delivery (its webhook-id) -> its failed attempts
 
     def _live(self, task_id: str) -> TaskEntry | None:
