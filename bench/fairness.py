@@ -136,20 +136,26 @@ def _next_to_a_busy_thread(bench: Bench, receiver: _Receiver, runs: int) -> list
         thread.join()
 
 
-def push_fairness(
-    bench: Bench, configs: int = 1000, rounds: int = 2, baseline_runs: int = 15
-) -> dict[str, Any]:
+def _held_agent(bench: Bench, name: str) -> threading.Event:
+    """Serve an Agent whose turns wait until the event is set, then reply: its tasks end together when told."""
     hold = threading.Event()
-    agent = Agent(name="bench-held", description="Holds its turn until told, then replies.", skills=SKILLS)
+    agent = Agent(name=name, description="Holds its turn until told, then replies.", skills=SKILLS)
 
     @agent.turn
     def run(turn: Turn) -> None:
-        # Until the 1,000 configs are written (minutes on a loaded machine): a turn that ended sooner would start
-        # its fan-out before the measurement does.
+        # Until the configs are written (minutes on a loaded machine): a turn that ended sooner would start its
+        # fan-out before the measurement does.
         hold.wait(3600)
         turn.reply("done")
 
     bench.add_agent(agent)
+    return hold
+
+
+def push_fairness(
+    bench: Bench, configs: int = 1000, rounds: int = 2, baseline_runs: int = 15
+) -> dict[str, Any]:
+    hold = _held_agent(bench, "bench-held")
     crowd, other = _Receiver(), _Receiver()
     assert bench.local.runtime is not None
     store = bench.local.runtime.store

@@ -19,12 +19,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
-from bench import cold_start, fairness, mangum_path, protocol, push
+from bench import black_hole, cold_start, fairness, mangum_path, protocol, push
 from bench.load import LoadSettings, choose_generator
 from bench.local_stack import Bench, aws_calls, queue_handoff
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-FIGURES = ("protocol", "mangum", "cold_start", "push_deliveries", "aws_calls", "queue_handoff", "push_fairness")
+FIGURES = ("protocol", "mangum", "cold_start", "push_deliveries", "aws_calls", "queue_handoff", "push_fairness", "push_black_hole")
 T = TypeVar("T")
 
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         results["cold_start"] = _timed("3. cold start (fresh processes)", lambda: cold_start.run(args.repeats))
     if "push_deliveries" in only:
         results["push_deliveries"] = _timed("5b. push deliveries (in-process)", push.run)
-    if only & {"aws_calls", "queue_handoff", "push_fairness"}:
+    if only & {"aws_calls", "queue_handoff", "push_fairness", "push_black_hole"}:
         bench = Bench()
         with _quiet_stdout(), bench.running():
             if "aws_calls" in only:
@@ -100,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
             if "push_fairness" in only:
                 results["push_fairness"] = _timed(
                     "6. fair push: 1,000 configs on one task (local Runtime)", lambda: fairness.push_fairness(bench)
+                )
+            if "push_black_hole" in only:
+                results["push_black_hole"] = _timed(
+                    "7. fair delivery workers: 10 tasks × 10 configs at a black hole (local Runtime)",
+                    lambda: black_hole.push_black_hole(bench),
                 )
     if only != set(FIGURES) and args.output.exists():
         # A partial run (--only) replaces its own figures and keeps the others the file holds, from earlier runs.
@@ -149,6 +154,9 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
     if "push_fairness" in results:
         fair = results["push_fairness"]
         found["other_push_latency_vs_baseline"] = {k: fair[k] for k in ("ratio", "target", "met")}
+    if "push_black_hole" in results:
+        hole = results["push_black_hole"]
+        found["other_push_latency_vs_black_hole"] = {k: hole[k] for k in ("ratio", "target", "met")}
     return found
 
 
@@ -169,7 +177,7 @@ def render(results: dict[str, Any]) -> str:
     sections = (
         ("protocol", _protocol), ("mangum", _mangum), ("cold_start", _cold_start), ("aws_calls", _aws_calls),
         ("queue_handoff", _handoff), ("push_deliveries", _pushed), ("push_fairness", _fairness),
-        ("targets", _targets),
+        ("push_black_hole", _black_hole), ("targets", _targets),
     )  # fmt: skip
     for key, section in sections:
         if results.get(key):  # a figure this run did not measure is left out
@@ -316,6 +324,27 @@ def _fairness(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _black_hole(results: dict[str, Any]) -> list[str]:
+    hole = results["push_black_hole"]
+    return [
+        "",
+        (
+            f"7. Fair delivery workers (local Runtime): another subject's delivery while one subject's "
+            f"{hole['tasks']} tasks × {hole['configs_per_task']} configs aim at a receiver that never answers: "
+            f"{hole['ratio']:.2f}x its baseline (median of {hole['pairs']} pairs A B), min {hole['min_ratio']:.2f}x, "
+            f"max {hole['max_ratio']:.2f}x"
+        ),
+        (
+            f"   {hole['under_load_median_ms']:.0f} ms under load against {hole['baseline_median_ms']:.0f} ms alone; "
+            f"each pair: {hole['ratios']}"
+        ),
+        (
+            f"   control, the same 100 deliveries answered at once: {hole['control_ratio']:.2f}x "
+            f"(each pair: {hole['control_ratios']})"
+        ),
+    ]
+
+
 def _targets(results: dict[str, Any]) -> list[str]:
     found = results["targets"]
     lines = ["", "Targets (issue 13, item 8)"]
@@ -334,6 +363,12 @@ def _targets(results: dict[str, Any]) -> list[str]:
         t = found["other_push_latency_vs_baseline"]
         lines.append(
             f"   {'other_push_latency_vs_baseline':<30} {t['ratio']:>6.2f}  (at most {t['target']}, issue 15): "
+            f"{_verdict(t['met'])}"
+        )
+    if "other_push_latency_vs_black_hole" in found:
+        t = found["other_push_latency_vs_black_hole"]
+        lines.append(
+            f"   {'other_push_latency_vs_black_hole':<30} {t['ratio']:>6.2f}  (at most {t['target']}): "
             f"{_verdict(t['met'])}"
         )
     return lines

@@ -35,7 +35,7 @@ class Sender:
     def __init__(self) -> None:
         self.posts: list[tuple[bytes, dict[str, str]]] = []
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None) -> HttpResult:
         self.posts.append((body, headers))
         return HttpResult(200, {})
 

@@ -37,7 +37,7 @@ class Attempts:
         self._post = post
         self.seen: list[dict[str, Any]] = []
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> Any:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None) -> Any:
         try:
             result = self._post(url, body, headers)
         except Exception as exc:

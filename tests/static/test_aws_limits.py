@@ -607,6 +607,13 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
     poll = params["DelegationPollSeconds"]
     if poll.get("MinValue", 0) < 1 or poll.get("MaxValue", float("inf")) > 365 * 86400:
         problems.append(f"DelegationPollSeconds must stay within 1 s and a year ({SFN_QUOTAS})")
+    # PushSubjectShare (fair delivery workers, README "Push notifications"): the percent of the push function's
+    # delivery time one caller's attempts may hold in any minute; the 1/10 bound by default, and a percent (1-100).
+    share = params["PushSubjectShare"]
+    if share["Default"] > 10:
+        problems.append(f"PushSubjectShare {share['Default']} % is over the 1/10 bound by default")
+    if share.get("MinValue", 0) < 1 or share.get("MaxValue", float("inf")) > 100:
+        problems.append("PushSubjectShare must stay within 1 and 100 %")
     # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds (issue 16): a turn queued behind a waiting one (for a
     # person, or for an operator) stays in the context queue for the whole wait, looked at every
     # NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the waiting turn is one
@@ -743,6 +750,8 @@ BROKEN_VALUES = [
     pytest.param("Parameters.A2aWaitMs.MaxValue", 30000, "A2aWaitMs MaxValue 30000 does not end before Rpc's TimeoutInMillis", id="A2aWaitMs up to 30 s"),
     pytest.param("Parameters.InteractionTimeoutSeconds.MaxValue", 950400, "InteractionTimeoutSeconds MaxValue 950400 >= ContextQueue's 1000 receives x 900 s", id="interaction wait of 11 days"),
     pytest.param("Parameters.DelegationPollSeconds.MinValue", 0, "DelegationPollSeconds must stay within 1 s and a year", id="delegation poll of 0 s"),
+    pytest.param("Parameters.PushSubjectShare.Default", 20, "PushSubjectShare 20 % is over the 1/10 bound by default", id="a caller's push share over a tenth"),
+    pytest.param("Parameters.PushSubjectShare.MaxValue", 1000, "PushSubjectShare must stay within 1 and 100 %", id="push share over 100 %"),
     pytest.param("Parameters.UncertaintyTimeoutSeconds.MaxValue", 1209600, "UncertaintyTimeoutSeconds MaxValue 1209600 >= ContextQueue's MessageRetentionPeriod", id="uncertainty wait of 14 days"),
 ]  # fmt: skip
 # A value from a parameter: the parameter as another change might add it, and where it goes.

@@ -39,7 +39,7 @@ class Receiver:
         self.answers = list(answers)
         self.posts: list[tuple[str, bytes, dict[str, str]]] = []
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None) -> HttpResult:
         self.posts.append((url, body, headers))
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
@@ -222,17 +222,23 @@ def test_retry_after_never_holds_a_delivery_longer_than_the_queue_can() -> None:
 def test_backoff_doubles_per_attempt_up_to_the_cap_with_jitter_between_half_and_all_of_it(
     monkeypatch: pytest.MonkeyPatch, jitter: str, delays: list[int]
 ) -> None:
-    # Given the jitter at its bound, and the default base (30 s) and cap (1 h)
+    # Given the jitter at its bound, and the default base (30 s) and cap (1 h) (one delivery's own backoff: its
+    # receiver's breaker, which would park it after three failures at this unmoving clock, out of the way)
     monkeypatch.setattr(push_module.random, "uniform", lambda low, high: high if jitter == "high" else low)
-    service, _, _, _ = push_setup(http(503))
+    service, _, _, _ = push_setup(http(503), push_breaker_failures=1000)
     # When attempts 1..9 fail
     # Then each waits base * 2^(attempt-1), capped, times the jitter
     assert [service.deliver(delivery(), attempt=n).delay_seconds for n in range(1, 10)] == delays
 
 
 def test_jitter_spreads_retries_of_one_attempt_within_its_bounds() -> None:
-    service, _, _, _ = push_setup(http(503))
-    delays = {service.deliver(delivery(), attempt=3).delay_seconds for _ in range(200)}
+    service, _, _, _ = push_setup(http(503), push_breaker_failures=1000)
+    # Each a delivery's third attempt (its own journal: two failed before)
+    delays = set()
+    for n in range(200):
+        for attempt in (1, 2, 3):
+            result = service.deliver(delivery(event_id=f"ev-{n}"), attempt=attempt)
+        delays.add(result.delay_seconds)
     assert delays <= set(range(60, 121)) and len(delays) > 10
 
 

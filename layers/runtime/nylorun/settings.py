@@ -72,6 +72,21 @@ class Settings(BaseModel):
     # Issue 15: the overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
+    # Fair delivery workers (README "Push notifications"). A delivery's first attempt has a shorter deadline: most
+    # receivers answer within it, and one that never answers holds its worker that much less.
+    push_first_timeout_seconds: int = Field(default=5, ge=1, le=30)
+    # The push function's configured concurrency (deployed: the template's PushMaxConcurrency, the queue's
+    # MaximumConcurrency): its capacity is this × 60 s of delivery time a minute.
+    push_concurrency: int = Field(default=20, ge=1, le=1000)
+    # The percent of that capacity one subject's attempts may hold in any minute (template PushSubjectShare, 1-100):
+    # 10 keeps the 1/10 bound, 100 opts out (a stack with one caller). A window's budget is never under one longest
+    # deadline, so every delivery can be attempted: below 4 push instances at 10 %, that is more than the share.
+    push_subject_share: int = Field(default=10, ge=1, le=100)
+    # A subject's receiver (its URL's origin) that failed this many times in a row (no answer, 429, 5xx) is parked:
+    # its deliveries wait without an attempt, first `push_breaker_open_seconds`, doubling to `push_retry_max_seconds`;
+    # then one probe attempt at a time. Any answer closes it.
+    push_breaker_failures: int = Field(default=3, ge=1)
+    push_breaker_open_seconds: int = Field(default=30, ge=1)
     push_retry_base_seconds: int = Field(default=30, ge=1)
     push_retry_max_seconds: int = Field(default=3600, ge=1)
     push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
@@ -212,6 +227,19 @@ class Settings(BaseModel):
         )
 
     @property
+    def subject_budget_window(self) -> int:
+        """Seconds of one window of a subject's delivery budget: a minute and the longest deadline, so every attempt
+        that holds time in a given minute started within one window's span (README "Push notifications")."""
+        return 60 + self.push_timeout_seconds
+
+    @property
+    def subject_budget(self) -> float:
+        """Seconds of delivery time one subject's attempts may hold per window: half its share of a minute's
+        capacity (any minute meets at most two windows' attempts), and never under one attempt's longest deadline."""
+        half = self.push_subject_share / 100 * self.push_concurrency * 60 / 2
+        return max(half, float(self.push_timeout_seconds))
+
+    @property
     def retention(self) -> int:
         """Seconds from a task's end to its expiry."""
         return self.retention_seconds or self.retention_days * 24 * 3600
@@ -253,6 +281,11 @@ class Settings(BaseModel):
             "push_dlq_url": "NYLORUN_PUSH_DLQ_URL",
             "publish_dlq_url": "NYLORUN_PUBLISH_DLQ_URL",
             "push_timeout_seconds": "NYLORUN_PUSH_TIMEOUT_SECONDS",
+            "push_first_timeout_seconds": "NYLORUN_PUSH_FIRST_TIMEOUT_SECONDS",
+            "push_concurrency": "NYLORUN_PUSH_CONCURRENCY",
+            "push_subject_share": "NYLORUN_PUSH_SUBJECT_SHARE",
+            "push_breaker_failures": "NYLORUN_PUSH_BREAKER_FAILURES",
+            "push_breaker_open_seconds": "NYLORUN_PUSH_BREAKER_OPEN_SECONDS",
             "push_retry_base_seconds": "NYLORUN_PUSH_RETRY_BASE_SECONDS",
             "push_retry_max_seconds": "NYLORUN_PUSH_RETRY_MAX_SECONDS",
             "push_max_age_seconds": "NYLORUN_PUSH_MAX_AGE_SECONDS",

@@ -81,10 +81,12 @@ class WebhookSender:
         return connection, path, host_header
 
     @contextmanager
-    def _request(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Iterator[Any]:
-        """The response to one request (redirects not followed), all of it within this sender's timeout. Past
-        it, whatever is blocked raises TimeoutError."""
-        budget = self._timeout
+    def _request(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The response to one request (redirects not followed), all of it within `timeout` (None: this sender's
+        timeout). Past it, whatever is blocked raises TimeoutError."""
+        budget = self._timeout if timeout is None else float(timeout)
         connection, path, host_header = self._connect(url, budget)
         expired = threading.Event()
 
@@ -113,8 +115,10 @@ class WebhookSender:
             watchdog.cancel()
             connection.close()
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
-        with self._request("POST", url, body, headers) as response:
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None
+    ) -> HttpResult:
+        with self._request("POST", url, body, headers, timeout_seconds) as response:
             # The answer's body is not used (the connection is closed, not reused): the status and headers are it.
             return HttpResult(status=response.status, headers={k.lower(): v for k, v in response.headers.items()})
 

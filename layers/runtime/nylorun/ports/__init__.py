@@ -39,6 +39,7 @@ from nylorun.ports.push import (
     Sender,
     SigningSecrets,
 )
+from nylorun.ports.receivers import ReceiverState, ReceiverStates
 from nylorun.ports.records import (
     ExpiredTask,
     InvalidPageToken,
@@ -108,6 +109,8 @@ __all__ = [
     "PushConfigStore",
     "QuotaExceeded",
     "Quotas",
+    "ReceiverState",
+    "ReceiverStates",
     "Resolution",
     "Resolved",
     "RetentionStore",

@@ -47,8 +47,11 @@ class Delivery:
 
 
 class Sender(Protocol):
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> HttpResult:
-        """One POST, all of it (connect, send, read) within the sender's deadline, else TimeoutError."""
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_seconds: float | None = None
+    ) -> HttpResult:
+        """One POST, all of it (connect, send, read) within `timeout_seconds` (None: the sender's deadline), else
+        TimeoutError."""
         ...
 
 

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 from nylorun.domain.ids import Owner
+from nylorun.ports.receivers import ReceiverStates
 from nylorun.ports.records import (
     JournalEntry,
     NewTurn,
@@ -235,5 +236,6 @@ class RetentionStore(Protocol):
         ...
 
 
-class TaskStore(TurnStore, JournalStore, PushConfigStore, FileVersions, RetentionStore, Protocol):
-    """Everything the Runtime keeps about tasks: the store the service and the turn engine speak to."""
+class TaskStore(TurnStore, JournalStore, PushConfigStore, FileVersions, RetentionStore, ReceiverStates, Protocol):
+    """Everything the Runtime keeps about tasks (and the push receivers' state, in the same table): the store the
+    service and the turn engine speak to."""

@@ -46,6 +46,7 @@ from nylorun.ports import (
 )
 from nylorun.profile.extensions import visible
 from nylorun.protocol.models import StreamResponse, TaskState
+from nylorun.service.fairness import FairDelivery
 from nylorun.service.signing import PushSigningKeys
 from nylorun.settings import Settings
 
@@ -144,6 +145,7 @@ class PushService:
         self._settings = settings
         self._keys = PushSigningKeys(secrets, settings.push_signing)
         self._now = clock
+        self._fair = FairDelivery(store, settings, clock)
 
     # ------------------------------------------------------------------ hand-off and fan-out
     def hand_off(self, event: dict[str, Any]) -> bool:
@@ -226,7 +228,11 @@ class PushService:
 
     # ------------------------------------------------------------------ deliver
     def deliver(self, delivery: Delivery, attempt: int) -> Result:
-        """One attempt: one POST, all of it (connect, send, read) within `push_timeout_seconds`."""
+        """One attempt: one POST, all of it (connect, send, read) within its deadline (`push_first_timeout_seconds`
+        for a first attempt, else `push_timeout_seconds`), once that deadline is reserved from its subject's budget
+        and its receiver is not parked (service/fairness.py); else the delivery is parked without an attempt.
+        `attempt`: SQS's receive count; the attempt's number is taken from the delivery's journal of failed
+        attempts (parks are none)."""
         stored = self._store.get_push_config(delivery.task_id, delivery.config_id)
         if stored is None:
             return Result(Outcome.DROPPED, reason="config deleted")
@@ -259,13 +265,23 @@ class PushService:
         if config.token:
             # the a2a-sdk's header for the token
             headers["X-A2A-Notification-Token"] = self._open(config.token, delivery.task_id)
+        # Fair delivery workers (service/fairness.py): the subject's budget reserved, or parked without an attempt.
+        attempt = self._fair.attempt(delivery.webhook_id, attempt)
+        admission = self._fair.admit(subject, config.url, attempt)
+        if admission.parked:
+            return self._park(delivery, admission.park_seconds, admission.reason, log)
+        started, answered = self._now(), False
         try:
-            response = self._sender.post(config.url, body.encode(), headers)
+            response = self._sender.post(config.url, body.encode(), headers, timeout_seconds=admission.deadline)
+            answered = response.status != 429 and response.status < 500
         except AddressRefused as exc:
+            answered = True  # nothing was sent: not the receiver's failure
             return self._give_up(delivery, f"refused: {exc}", log)
         except Exception as exc:  # noqa: BLE001 - network errors and timeouts of any kind: retried
             logger.info("push attempt failed", extra={**log, "error": type(exc).__name__, "attempt": attempt})
             return self._retry(delivery, attempt, 0, log, type(exc).__name__)
+        finally:
+            self._fair.settle(admission, answered, self._now() - started)
         status = response.status
         if 200 <= status < 300:
             metrics.add_metric(name="PushDelivered", unit="Count", value=1)
@@ -307,12 +323,23 @@ class PushService:
     def _retry(self, delivery: Delivery, attempt: int, at_least: int, log: dict[str, Any], reason: str) -> Result:
         if self._now() - delivery.first_attempt_at >= self._settings.push_max_age_seconds:
             return self._give_up(delivery, f"still failing after the retry window ({reason})", log)
+        self._fair.attempt_failed(delivery.webhook_id)
         backoff = min(
             self._settings.push_retry_max_seconds, self._settings.push_retry_base_seconds * 2 ** max(0, attempt - 1)
         )
         delay = max(at_least, int(backoff * random.uniform(0.5, 1.0)), 1)  # jitter spreads retries out
         metrics.add_metric(name="PushRetried", unit="Count", value=1)
         return Result(Outcome.RETRY, delay_seconds=min(delay, 43_200), reason=reason)
+
+    def _park(self, delivery: Delivery, seconds: int, reason: str, log: dict[str, Any]) -> Result:
+        """Back on the queue without an attempt, still within its retry window (Profile v2: 24 hours)."""
+        if self._now() - delivery.first_attempt_at >= self._settings.push_max_age_seconds:
+            return self._give_up(delivery, f"still parked after the retry window ({reason})", log)
+        return Result(Outcome.RETRY, delay_seconds=min(max(seconds, 1), 43_200), reason=reason)
+
+    def held_seconds(self, subject: str | None = None) -> float:
+        """The attempt seconds this process's deliveries held (one subject's, or all): the fairness figure."""
+        return self._fair.held_seconds(subject)
 
     def _give_up(self, delivery: Delivery, reason: str, log: dict[str, Any]) -> Result:
         self._queue.dead_letter(delivery, reason)

@@ -2,7 +2,7 @@
 
 One module per job — `turns` (opening turns, queueing on a busy context, handing it on), `reads` (a task, its
 item), `listing` (ListTasks), `writes` (statuses, artifacts, history, answers), `messages` (message dedupe),
-`journal`, `push` (push configs and their sweep), `files` (file versions), `retention` (what goes when a task
+`journal`, `push` (push configs and their sweep), `receivers` (push receivers' breakers and budgets), `files` (file versions), `retention` (what goes when a task
 expires) — over `table` (AWS errors translated, named transactions, the one retry policy), `codec` (records ↔
 plain items ↔ attribute values, page tokens, which the in-memory store uses too) and `salvage` (lenient reads).
 `stream` decodes the change stream into `nylorun.events` changes.
@@ -18,6 +18,7 @@ from nylorun.adapters.dynamodb.journal import Journal
 from nylorun.adapters.dynamodb.listing import TaskListing
 from nylorun.adapters.dynamodb.messages import Messages
 from nylorun.adapters.dynamodb.push import PushConfigs
+from nylorun.adapters.dynamodb.receivers import Receivers
 from nylorun.adapters.dynamodb.retention import Retention
 from nylorun.adapters.dynamodb.stream import decode_change, decode_expiry
 from nylorun.adapters.dynamodb.table import Table
@@ -33,7 +34,9 @@ from nylorun.ports.delegation import CallbackReplays
 __all__ = ["DynamoTaskStore", "decode_change", "decode_expiry", "derive_task_id", "subject_key"]
 
 
-class DynamoTaskStore(Turns, TaskWrites, TaskListing, Messages, Journal, PushConfigs, FileVersions, Retention, Deliveries):
+class DynamoTaskStore(
+    Turns, TaskWrites, TaskListing, Messages, Journal, PushConfigs, FileVersions, Retention, Deliveries, Receivers
+):
     """The `TaskStore` port on DynamoDB. Raises only domain errors (`nylorun.domain.errors`)."""
 
     def __init__(

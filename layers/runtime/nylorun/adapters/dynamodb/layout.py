@@ -19,6 +19,10 @@ Items (PK / SK):
     PUSH#<task>      CFG#<config>    a push notification config (`expiresAt`: TTL once its task ended)
     FANOUT#<task>    EVT#<event>     how far an event's fan-out got (the id of the last config queued; `expiresAt`)
     SUBJ#<subject-key>  QUOTA        the subject's open turns and the push configs of its open tasks (quotas)
+    RCV#<receiver-key>  BREAKER      a subject's push receiver's breaker: consecutive failures, parked until, the
+                                     one probe's claim (`expiresAt`); the key is a keyed digest of subject + origin
+    RCV#<budget-key>    BUDGET#<w>   a subject's push delivery seconds reserved in budget window w (`expiresAt`)
+    RCV#<webhook-id>    ATTEMPTS     a push delivery's failed attempts (written only when one fails; `expiresAt`)
     FILE#<scope>     PATH#<path>     the latest version number of an output path (kept, like CTX: per context)
     FILE#<scope>     W#<write-key>   the version one write got (a retried write keeps it)
 
@@ -140,6 +144,18 @@ def push_index(task_id: str, config_id: str) -> Key:
 
 def fan_out(task_id: str, event_id: str) -> Key:
     return {"PK": f"FANOUT#{task_id}", "SK": f"EVT#{event_id}"}
+
+
+def receiver(receiver_key: str) -> Key:
+    return {"PK": f"RCV#{receiver_key}", "SK": "BREAKER"}
+
+
+def subject_budget(budget_key: str, window: int) -> Key:
+    return {"PK": f"RCV#{budget_key}", "SK": f"BUDGET#{window}"}
+
+
+def delivery_attempts(webhook_id: str) -> Key:
+    return {"PK": f"RCV#{webhook_id}", "SK": "ATTEMPTS"}
 
 
 def push_bucket(bucket: int) -> str:

@@ -12,7 +12,7 @@ store. The contract both stores keep is tests/integration/test_store_contract.py
 
 Like `nylorun.adapters.dynamodb`, one module per aggregate — `turns` (opening turns, queued turns, message
 dedupe), `tasks` (reads, statuses, history, artifacts, answers), `journal` (and wait tokens), `operators`,
-`push` (push configs and their sweep), `files` (file versions), `retention` (what goes when a task expires) —
+`push` (push configs and their sweep), `receivers` (push receivers' breakers and budgets), `files` (file versions), `retention` (what goes when a task expires) —
 over `state` (the records they share and the lock). `queue` and `orchestrator` are the other two ports.
 """
 
@@ -28,6 +28,7 @@ from nylorun.adapters.memory.operators import Operators
 from nylorun.adapters.memory.orchestrator import InMemoryOrchestrator
 from nylorun.adapters.memory.push import PushConfigs
 from nylorun.adapters.memory.queue import InMemoryContextQueue
+from nylorun.adapters.memory.receivers import Receivers
 from nylorun.adapters.memory.retention import Retention
 from nylorun.adapters.memory.tasks import Tasks
 from nylorun.adapters.memory.turns import Turns
@@ -39,7 +40,9 @@ from nylorun.ports.delegation import CallbackReplays
 __all__ = ["InMemoryContextQueue", "InMemoryOrchestrator", "InMemoryTaskStore"]
 
 
-class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersions, Retention, Deliveries):
+class InMemoryTaskStore(
+    Turns, Tasks, Journal, Operators, PushConfigs, FileVersions, Retention, Deliveries, Receivers
+):
     """The `TaskStore` port in one process's memory; thread-safe."""
 
     def __init__(
@@ -62,6 +65,10 @@ class InMemoryTaskStore(Turns, Tasks, Journal, Operators, PushConfigs, FileVersi
         self._file_heads = {}
         self._file_writes = {}
         self._seen_deliveries = {}
+        self._receivers = {}
+        self._probes = {}
+        self._budgets = {}
+        self._attempts = {}
 
 
 if TYPE_CHECKING:  # `make typecheck` fails here when a port changes and these adapters do not follow

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from nylorun.adapters.dynamodb import codec
 from nylorun.domain.quotas import Quotas
 from nylorun.events import logged
-from nylorun.ports import NotInState, OperatorAction, Owner, Resolved, TaskRecord
+from nylorun.ports import NotInState, OperatorAction, Owner, ReceiverState, Resolved, TaskRecord
 from nylorun.profile.extensions import Interaction, PlanStep
 from nylorun.protocol.models import Artifact, Message, TaskStatus
 
@@ -84,6 +84,10 @@ class State:
     _file_heads: dict[tuple[str, str], int]  # (scope, path) -> latest version
     _file_writes: dict[tuple[str, str], int]  # (scope, write key) -> the version it got
     _seen_deliveries: dict[tuple[str, str], int]  # (task, a delegate's delivery id) -> when it may be forgotten
+    _receivers: dict[str, ReceiverState]  # a subject's receiver (keyed digest) -> its breaker
+    _probes: dict[str, float]  # a receiver -> until when its one probe attempt is claimed
+    _budgets: dict[tuple[str, int], float]  # (a subject's budget, window) -> delivery seconds reserved
+    _attempts: dict[str, int]  # a push delivery (its webhook-id) -> its failed attempts
 
     def _live(self, task_id: str) -> TaskEntry | None:
         """The task, unless it is gone: never stored, removed, or expired (README "Data retention")."""
