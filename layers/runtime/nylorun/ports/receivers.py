@@ -25,7 +25,8 @@ class ReceiverStates(Protocol):
         ...
 
     def open_receiver(self, receiver: str, until: float, expires_at: int) -> None:
-        """Park the receiver's deliveries until `until` (never shortening a later one already set)."""
+        """Park the receiver's deliveries until `until` (never shortening a later one already set). The probe that
+        failed is over: its claim ends with it, so the next probe comes when the parking ends, not at its lease."""
         ...
 
     def claim_probe(self, receiver: str, now: float, until: float) -> bool:

@@ -44,7 +44,7 @@ class Receivers:
     def open_receiver(self, receiver: str, until: float, expires_at: int) -> None:
         # Racing instances: the later end stands (a failed condition means one as late or later is already set).
         self._t.update(
-            layout.receiver(receiver), "SET openUntil = :until, expiresAt = :expires",
+            layout.receiver(receiver), "SET openUntil = :until, expiresAt = :expires REMOVE probeUntil",
             "attribute_not_exists(openUntil) OR openUntil < :until", {":until": _n(until), ":expires": expires_at},
         )  # fmt: skip
 

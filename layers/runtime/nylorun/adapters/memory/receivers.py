@@ -24,6 +24,7 @@ class Receivers(State):
         with self._lock:
             state = self._receivers.get(receiver) or ReceiverState()
             self._receivers[receiver] = replace(state, open_until=max(state.open_until, until))
+            self._probes.pop(receiver, None)
 
     def claim_probe(self, receiver: str, now: float, until: float) -> bool:
         with self._lock:
