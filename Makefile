@@ -13,7 +13,7 @@ SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 BUILD_DIR   := .aws-sam/build
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test unit reliability bench build validate lint typecheck clean screenshots
+.PHONY: run test unit reliability bench build validate lint typecheck clean screenshots docs docs-serve
 
 # pytest-xdist: one worker per core (at most 4), each with its own local Runtime (tests/conftest.py). A test file
 # runs whole on one worker (loadfile), so its module fixtures run once: the agents it adds to its worker's
@@ -34,13 +34,20 @@ run: $(STAMP)  ## Start the local Runtime on http://127.0.0.1:8080 (moto stands 
 # suppressed per resource in template.yaml (Metadata cfn-lint ignore_checks, with the reason beside it).
 CFN_LINT_SERVERLESS = $(VENV)/bin/cfn-lint -t template.yaml -a cfn_lint_serverless.rules
 
-test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + serverless rules, ruff, mypy, the import ladder), then every test
+test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + serverless rules, ruff, mypy, the import ladder), the docs site (strict), then every test
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 	$(CFN_LINT_SERVERLESS)
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+
+docs: $(STAMP)  ## Build the documentation site into site/ (strict: a broken link or a missing page fails)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)  ## Serve the documentation site on http://127.0.0.1:8000, rebuilt as you edit
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 unit: $(STAMP)  ## The unit tier alone: in-memory adapters and plain objects, no moto, no HTTP (seconds)
 	$(PY) -m pytest tests/unit -q
