@@ -5,9 +5,10 @@ Made once per cold start by each Lambda handler, and once by `nylorun serve`.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -64,11 +65,17 @@ class LazyClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)
 
+    def forget(self) -> None:
+        """Drop the client (its pooled connections, the credentials it resolved): the next call makes a new one."""
+        self._client = None
+
 
 @dataclass
 class Runtime:
     settings: Settings
     registry: AgentRegistry
+    # What init made that a restored copy must make again (after_restore): clients and cached secrets.
+    _remade: list[Any] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Settings naming no key (a test's, a library user's) keep the process's: one process, one key.
@@ -85,7 +92,21 @@ class Runtime:
     def client(self, name: str) -> Any:
         # S3: SigV4 presigned URLs (X-Amz-Expires), which every region takes.
         config = _BOTO.merge(Config(signature_version="s3v4")) if name == "s3" else _BOTO
-        return LazyClient(lambda: boto3.client(name, config=config))
+        lazy = LazyClient(lambda: boto3.client(name, config=config))
+        self._remade.append(lazy)
+        return lazy
+
+    def after_restore(self) -> None:
+        """SnapStart (nylorun.snapshot): each copy restored from one snapshot gets its own random state, AWS
+        clients and secrets, none shared with another copy or older than the restore."""
+        # `random` jitters retries (DynamoDB, push): copies with one state would retry in step.
+        random.seed()
+        # Connections open in the snapshot are gone after a restore, and the credentials a client resolved
+        # may have expired: https://docs.aws.amazon.com/lambda/latest/dg/snapstart-uniqueness.html
+        for remade in self._remade:
+            remade.forget()
+        if self.settings.runtime_key_arn or self.settings.runtime_key:
+            use_runtime_key(self._runtime_key)  # read again on first use, as at a cold start
 
     @cached_property
     def sealer(self) -> Sealer | None:
@@ -274,9 +295,11 @@ class Runtime:
         if self.settings.push_secret_arn:
             from nylorun.adapters.secrets import SecretsManagerSigningSecrets
 
-            return SecretsManagerSigningSecrets(
+            source = SecretsManagerSigningSecrets(
                 self.client("secretsmanager"), self.settings.push_secret_arn, self.settings.push_secret_max_age_seconds
             )
+            self._remade.append(source)
+            return source
         secrets = (self.settings.push_secret or "").split()
         return lambda: secrets
 

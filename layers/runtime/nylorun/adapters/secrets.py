@@ -31,6 +31,10 @@ class SecretsManagerSigningSecrets:
             self._provider = SecretsProvider(boto3_client=self._client)
         return str(self._provider.get(self._secret_id, max_age=self._max_age)).split()
 
+    def forget(self) -> None:
+        """Drop the cached value: the next call reads the secret again (after a SnapStart restore)."""
+        self._provider = None
+
 
 def runtime_key(client: Any, secret_id: str) -> str:
     """The Runtime's key (settings.runtime_key): it never changes, so it is read once per instance."""
