@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Skill:
+    """A skill the Agent Card lists: `id`, `name`, `description`, at least one tag, and optional example prompts."""
+
     id: str
     name: str
     description: str
@@ -43,6 +45,11 @@ DirectFunction = Callable[[Message], "Message | None"]
 
 @dataclass
 class Agent:
+    """An Agent the Runtime serves: its card (`name`, `description`, `skills`, `version`, input and output media
+    types) and its turn function (`@agent.turn`). `connections` names the providers its turns ask for: one the
+    stack does not declare stops the Runtime from loading it. A file part (`raw` or `url`) whose media type is not
+    in `input_modes` is refused with -32005."""
+
     name: str
     description: str
     skills: list[Skill]
@@ -59,10 +66,13 @@ class Agent:
     connections: list[str] = field(default_factory=list)
 
     def turn(self, fn: TurnFunction) -> TurnFunction:
+        """Decorator: `fn(turn)` runs every turn of this Agent (and runs again from the top on every replay)."""
         self.run = fn
         return fn
 
     def direct_reply(self, fn: DirectFunction) -> DirectFunction:
+        """Decorator: `fn(message)` may answer a message at once with a `Message` and no task (None: make a task).
+        It runs in the api function and must have no side effects."""
         self.direct = fn
         return fn
 

@@ -132,6 +132,7 @@ class Connection:
         return True
 
     def headers(self) -> dict[str, str]:
+        """`{"Authorization": "Bearer <current access token>"}` for a call to the provider's API."""
         return {"Authorization": f"Bearer {self.access_token()}"}
 
     def client(self, **options: Any) -> Any:

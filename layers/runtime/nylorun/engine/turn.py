@@ -65,7 +65,10 @@ class TurnFailed(Exception):
 
 
 class Turn:
-    """What an agent's turn function works with. See the README's "Writing an Agent"."""
+    """What an agent's turn function works with: the Runtime makes one for every run of the turn function.
+
+    Read the caller's message, show progress, run effects, ask a person, and reply. The guide with examples is
+    docs/writing/index.md; every method that refuses a value raises `BadTurnArgument` naming it."""
 
     def __init__(
         self,
@@ -99,10 +102,12 @@ class Turn:
 
     @property
     def task_id(self) -> str:
+        """This turn's task id (Profile v2: one per turn, made from the context and the turn)."""
         return self._record.task_id
 
     @property
     def context_id(self) -> str:
+        """The context (conversation) this turn belongs to."""
         return self._record.context_id
 
     @property
@@ -113,10 +118,12 @@ class Turn:
 
     @property
     def text(self) -> str:
+        """The text of the caller's message: its text parts joined."""
         return self._message.text()
 
     @property
     def history(self) -> list[Message]:
+        """This task's messages so far, oldest first (the caller's, the agent's, and the answers to its questions)."""
         return list(self._record.history)
 
     def earlier_turns(self, limit: int = 10) -> list[Message]:
@@ -225,7 +232,7 @@ class Turn:
         return self._ask("question", prompt, detail)["value"]
 
     def connection(self, name: str, *, scopes: Sequence[str] = (), prompt: str) -> Connection | Declined:
-        """The person's account at provider `name` (README "Connections"): a `Connection` at once when connected
+        """The person's account at provider `name` (docs/writing/connections.md): a `Connection` at once when connected
         with `scopes`, else after they connect (AUTH_REQUIRED, kind `connection`); `Declined` (falsy) if not."""
         handover.text("turn.connection", "name", name), [handover.text("turn.connection", "scope", s) for s in scopes]
 

@@ -222,7 +222,7 @@ class ComponentRegistry:
         """Add a kind of your own. `validator` is a pydantic model, or a function that takes the props and
         returns them (or None to accept them as they are) and raises to refuse them. `text` renders the
         props as plain text for the core tier (default: the props as JSON). Registering a name again
-        replaces your earlier kind; a core kind's name is refused (ADR 0051: a plugin never shadows one)."""
+        replaces your earlier kind; a core kind's name is refused (docs/components.md: a plugin never shadows one)."""
         if name in CORE:
             raise ValueError(f"{name!r} is a core component kind and cannot be replaced")
         if len(name) > MAX_KIND_NAME or not KIND_NAME.fullmatch(name):
