@@ -50,7 +50,7 @@ STACK_PARAMETERS = {
     "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS": "UncertaintyTimeoutSeconds",
 }
 # Exit codes: 0 done, 1 an error (one line on stderr), 2 bad usage (argparse's).
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 class AdminError(Exception):
@@ -83,6 +83,9 @@ class Target:
 
 def run_admin(args: argparse.Namespace, action: Callable[[Target, argparse.Namespace], int]) -> int:
     """Connect, then run one admin command; expected failures are one line on stderr and exit 1."""
+    if args.stack and args.local:  # one before the command, one after it: argparse's group sees only one side
+        print("nylorun admin: choose --stack or --local, not both", file=sys.stderr)
+        return EXIT_USAGE
     try:
         target = connect(args)
         return action(target, args)
