@@ -74,7 +74,11 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         with _signals_stop():
             try:
-                _announce(local, args)
+                try:
+                    _announce(local, args)
+                except ValueError as exc:  # an Agent --agents names cannot be loaded: say why, no traceback
+                    print(f"nylorun serve: {exc}", file=sys.stderr)
+                    return 2
                 local.serve_forever(_console(local, args))
             except KeyboardInterrupt:
                 stopped_by = "SIGINT"

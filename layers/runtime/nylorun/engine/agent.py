@@ -20,7 +20,8 @@ import importlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, NoReturn
 
 from nylorun.protocol.models import Message
 
@@ -99,11 +100,46 @@ class AgentRegistry:
         """`builtins` plus any Agents named in NYLORUN_AGENTS ("module:attribute", comma-separated)."""
         registry = cls(builtins)
         for ref in filter(None, (r.strip() for r in os.environ.get("NYLORUN_AGENTS", "").split(","))):
-            module, _, attribute = ref.partition(":")
-            found = getattr(importlib.import_module(module), attribute or "agent")
-            for agent in found if isinstance(found, (list, tuple)) else [found]:
+            for agent in agents_named(ref):
                 registry.add(agent)
         return registry
+
+
+DEFAULT_ATTRIBUTE = "agent"  # `--agents module` alone (docs/tutorial.md)
+
+
+def agents_named(ref: str) -> list[Agent]:
+    """The Agent, or list of Agents, at `ref`; a ValueError naming what was looked for and what the module has."""
+    module_name, _, attribute = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
+            raise  # the module was found; something it imports was not: that error says which
+        raise ValueError(
+            f"NYLORUN_AGENTS names {ref!r}: no module named {exc.name!r} on the import path "
+            "(`nylorun serve` imports from ./agents first, or --agents-dir)"
+        ) from None
+    found = getattr(module, attribute or DEFAULT_ATTRIBUTE, None)
+    values = list(found) if isinstance(found, (list, tuple)) else [found]
+    agents = [value for value in values if isinstance(value, Agent)]
+    if found is not None and len(agents) == len(values):
+        return agents
+    if found is None:
+        default = "" if attribute else f" (without ':attribute', the attribute is {DEFAULT_ATTRIBUTE!r})"
+        problem = f"module {module_name!r} has no attribute {attribute or DEFAULT_ATTRIBUTE!r}{default}"
+    else:
+        problem = f"a {type(found).__name__}, not an Agent or a list of Agents"
+    _refused(ref, problem, module)
+
+
+def _refused(ref: str, problem: str, module: ModuleType) -> NoReturn:
+    names = [
+        f"{module.__name__}:{name}"
+        for name, value in vars(module).items()
+        if isinstance(value, Agent) or (isinstance(value, (list, tuple)) and value and all(isinstance(v, Agent) for v in value))
+    ]
+    raise ValueError(f"NYLORUN_AGENTS names {ref!r}: {problem}; its Agents: {', '.join(names) or 'none'}")
 
 
 def load_registry() -> AgentRegistry:
