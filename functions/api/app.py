@@ -4,11 +4,13 @@ effects: see `Agent.direct` in nylorun/engine/agent.py)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
+from nylorun.api.startup_heap import freeze_startup_heap
 from nylorun.observability import logger, metrics, tracer
 from nylorun.wiring import build_runtime
 
 runtime = build_runtime()  # once per cold start
 _asgi = Mangum(runtime.app(), lifespan="off")
+freeze_startup_heap()  # Mangum runs no lifespan: frozen here, at the end of init
 
 
 @logger.inject_lambda_context(clear_state=True)
