@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from nylorun.api.startup_heap import freeze_startup_heap
 from nylorun.engine.agent import Agent
 from nylorun.observability import SERVICE
 from nylorun.settings import AuthMode, Settings
@@ -253,10 +254,12 @@ class LocalRuntime:
     def _config(self, log_level: str, wrap: Callable[[Any], Any] = lambda app: app) -> uvicorn.Config:
         # http=HeaderDeadlineProtocol: a connection that does not finish a request head within a few seconds is
         # closed (header_deadline.py); uvicorn's own keep-alive timeout does not cover it.
-        return uvicorn.Config(
+        config = uvicorn.Config(
             wrap(self._served_app()), host=self.options.host, port=self.options.port, log_level=log_level,
             lifespan="off", http=HeaderDeadlineProtocol,
         )
+        freeze_startup_heap()  # moto, the stack, the functions and the app are built (lifespan is off)
+        return config
 
     def paused(self, logical_id: str) -> AbstractContextManager[None]:
         """Keep the poller that invokes this function (e.g. "PushFunction") from invoking it in the block."""

@@ -131,7 +131,7 @@ def runtime(*agents: Agent, store: InMemoryTaskStore | None = None, strict_compo
     settings = Settings(a2a_wait_ms=0, auth="none")
     answers: list[A2AService] = []
     flow = ConnectionFlow(store, connections, lambda *a: answers[0]._answer(*a))
-    service = A2AService(store, orchestrator, registry, settings, scheduler, sleep=lambda _: None, connections=flow)
+    service = A2AService(store, orchestrator, registry, settings, scheduler, connections=flow)
     answers.append(service)
     return Runtime(store, orchestrator, queue, scheduler, runner, service, settings, flow)
 

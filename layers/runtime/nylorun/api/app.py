@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nylorun.api.auth import Authenticator, Unauthenticated
 from nylorun.api.connections import add_connection_routes
+from nylorun.api.startup_heap import frozen_after_startup
 from nylorun.domain.behalf import ON_BEHALF_HEADER, BadScope, honoured_scope
 from nylorun.engine.agent import AgentRegistry
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
@@ -113,7 +114,8 @@ def create_app(
     never block, e.g. the in-memory ones)."""
     # redirect_slashes=False: Starlette would answer a 307 to the other spelling, which no POST follows.
     app = RuntimeApp(
-        title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False
+        title="Nylorun Runtime", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False,
+        lifespan=frozen_after_startup,
     )
     started = formatdate(usegmt=True)
 

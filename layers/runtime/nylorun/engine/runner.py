@@ -23,6 +23,7 @@ from nylorun.engine.connections import ConnectionDeps
 from nylorun.engine.delegation import DelegationDeps
 from nylorun.engine.files import FileFetchFailed, FileService
 from nylorun.engine.replay import Interrupted, NonDeterministicAgent, OutcomeLost, Replay, Waiting, opaque_id
+from nylorun.engine.task_signal import TASK_SIGNAL
 from nylorun.engine.turn import Finished, Turn, TurnFailed, TurnOutput
 from nylorun.observability import logger, metrics
 from nylorun.ports import (
@@ -79,8 +80,16 @@ class TurnRunner:
         self._on_ended = on_ended
 
     def handle(self, event: dict[str, Any]) -> Outcome:
-        action = event.get("action", "run")
         task_id = str(event["taskId"])
+        try:
+            return self._act(task_id, event)
+        finally:
+            # A blocking SendMessage on this task in this process (the local Runtime) reads it now, not at its
+            # next scheduled read.
+            TASK_SIGNAL.written(task_id)
+
+    def _act(self, task_id: str, event: dict[str, Any]) -> Outcome:
+        action = event.get("action", "run")
         logger.append_keys(task_id=task_id)
         if action == "run":
             return self.run(task_id)

@@ -9,8 +9,6 @@ caller's own tasks as it sees them), `caller` (`Caller`) and `refusals` (quota a
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nylorun.engine.agent import AgentRegistry
@@ -38,7 +36,6 @@ class A2AService(Messages, Tasks, PushConfigs):
         registry: AgentRegistry,
         settings: Settings,
         scheduler: TurnScheduler,
-        sleep: Callable[[float], None] = time.sleep,
         files: FileService | None = None,
         delegations: DelegationCallbacks | None = None,
         connections: ConnectionFlow | None = None,
@@ -52,4 +49,3 @@ class A2AService(Messages, Tasks, PushConfigs):
         self._scheduler = scheduler
         self._registry = registry
         self._settings = settings
-        self._sleep = sleep

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nylorun.engine.agent import AgentRegistry
@@ -33,7 +32,6 @@ class ServiceBase:
     _scheduler: TurnScheduler
     _registry: AgentRegistry
     _settings: Settings
-    _sleep: Callable[[float], None]
 
     def _owned(self, owner: Owner, task_id: str) -> TaskRecord:
         record = self._store.get(task_id)

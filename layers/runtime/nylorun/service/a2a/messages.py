@@ -6,6 +6,7 @@ import json
 import time
 import uuid
 
+from nylorun.engine.task_signal import TASK_SIGNAL
 from nylorun.limits import MAX_STORED_JSON_BYTES
 from nylorun.observability import logger
 from nylorun.ports import ContextBusy, DuplicateMessage, NewTurn, QuotaExceeded, TaskRecord
@@ -18,6 +19,7 @@ from nylorun.service.a2a.files import InboundFiles
 from nylorun.service.a2a.push_configs import PushConfigs
 from nylorun.service.a2a.refusals import over_quota
 from nylorun.service.a2a.replies import Replies
+from nylorun.service.a2a.wait_schedule import next_gap
 from nylorun.service.answers import answer_value, answers_open, read_reply_answer, refuse_closed
 
 # A stored message (and a task's metadata) is one DynamoDB item, at most 400 KB (MAX_STORED_JSON_BYTES); a
@@ -145,18 +147,29 @@ class Messages(InboundFiles, Replies, PushConfigs):
 
     def _wait(self, record: TaskRecord) -> TaskRecord:
         """Blocking SendMessage: until terminal or interrupted, or `a2aWaitMs` (then WORKING as it is)."""
-        deadline = time.monotonic() + self._settings.a2a_wait_ms / 1000
-        delay = 0.02
-        if not (record.state.terminal or record.state.interrupted):
-            record = self._store.get(record.task_id) or record  # a fast turn may already be done
-        while not (record.state.terminal or record.state.interrupted):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self._sleep(min(delay, remaining))
-            delay = min(delay * 1.5, 0.5)
-            record = self._store.get(record.task_id) or record
-        return record
+        if _settled(record.state):
+            return record
+        task_id = record.task_id
+        started = time.monotonic()
+        deadline = started + self._settings.a2a_wait_ms / 1000
+        # Watched before the first read, so a turn that ends between a read and the wait is not missed.
+        with TASK_SIGNAL.watching(task_id) as written:
+            latest = self._store.get(task_id) or record  # a fast turn may already be done
+            if _settled(latest.state):
+                return latest
+            while (now := time.monotonic()) < deadline:
+                written.wait(min(next_gap(now - started), deadline - now))
+                written.clear()
+                # The task item alone (one small read), not its history: the whole task is read once, below.
+                head = self._store.head(task_id)
+                if head is None or _settled(TaskState(head["state"])):
+                    break
+        return self._store.get(task_id) or latest
+
+
+def _settled(state: TaskState) -> bool:
+    """Where a blocking SendMessage stops waiting (A2A: a terminal or interrupted state)."""
+    return state.terminal or state.interrupted
 
 
 def _acted_on(record: TaskRecord, message_id: str) -> bool:
