@@ -4,6 +4,7 @@ no longer decides PASS or FAIL, and every pair's raw numbers stay in bench/resul
 from __future__ import annotations
 
 import pytest
+
 from bench.summary import pair_ratios, spread
 
 
