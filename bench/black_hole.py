@@ -26,6 +26,7 @@ from nylorun.protocol.models import TaskPushNotificationConfig, now_timestamp
 
 from bench.fairness import _held_agent, _other_delivery_ms, _Receiver
 from bench.local_stack import BENCH_PUSH_PROCESSES, TERMINAL, Bench
+from bench.summary import spread
 
 TARGET = 1.5
 TASKS, CONFIGS = 10, 10
@@ -116,6 +117,7 @@ def push_black_hole(bench: Bench, pairs: int = 5, alone_runs: int = 5) -> dict[s
         "under_load_ms": [[round(ms, 1) for ms in runs] for runs in loaded],
         "ratios": [round(r, 2) for r in ratios],
         "ratio": round(ratio, 2),
+        "spread": spread(ratios, 3),
         # The control: the same 100 deliveries answered at once (204). Near the black hole's ratio, the other
         # subject waits for the local stand-in's work on 100 deliveries (moto, the pollers: one interpreter), not
         # for the black hole holding the push function's capacity.

@@ -1,6 +1,8 @@
 """Figure 3: cold start. For each function, the wall time of a fresh `python -c "import app"` in its folder (the
 handler module: it builds the runtime, app and boto3 clients at import) against a fresh process importing only
-the third-party modules that handler import loaded. Median of several runs each; ratio = handler / deps.
+the third-party modules that handler import loaded, the two taking turns; each pair's ratio = handler / deps, the
+figure their median with min and max. The api function's target is import plus first invocation against a bare
+stack's (bench/first_call.py).
 
 Both use the same compiled bytecode (a private PYTHONPYCACHEPREFIX, filled by the run that lists the
 dependencies, which is not timed), and a
@@ -12,13 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench import first_call
+from bench.summary import pair_ratios, spread
 
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = REPO / "functions"
@@ -35,10 +39,6 @@ before = third_party()
 import app
 print(json.dumps(sorted(third_party() - before)))
 """
-# What the api function cannot do without, imported alone: its web stack, AWS SDK and Powertools' three
-# utilities. The api handler's import is held to API_TARGET times this (issue 13, item 8).
-_API_BASELINE = "import fastapi, mangum, boto3, pydantic; from aws_lambda_powertools import Logger, Metrics, Tracer"
-API_TARGET = 1.2
 # Packages of a terminal UI and a CLI: the api function must not load them (httpx's CLI brings all three).
 API_FORBIDDEN = ("rich", "pygments", "click")
 _IMPORT_ALL = """
@@ -88,24 +88,19 @@ def lambda_env(function: str, cache: Path) -> dict[str, str]:
 def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True, timeout=120)
-    return time.perf_counter() - started
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
-def _medians_ms(
-    commands: list[list[str]], cwd: Path, env: dict[str, str], repeats: int, *, warm: bool = True
-) -> list[float]:
-    """Median wall time of each command; the commands take turns, so a busy moment hits all of them alike.
-    `warm`: one first run of each (not counted) fills the bytecode cache."""
-    for args in commands if warm else ():
-        _timed(args, cwd, env)
+def _turns_ms(commands: list[list[str]], cwd: Path, env: dict[str, str], pairs: int) -> list[list[float]]:
+    """Each command's wall times (ms), the commands taking turns, so a busy moment hits all of them alike."""
     times: list[list[float]] = [[] for _ in commands]
-    for _ in range(repeats):
+    for _ in range(pairs):
         for i, args in enumerate(commands):
             times[i].append(_timed(args, cwd, env))
-    return [round(statistics.median(t) * 1000, 1) for t in times]
+    return times
 
 
-def measure(function: str, cache: Path, repeats: int) -> dict[str, Any]:
+def measure(function: str, cache: Path, pairs: int) -> dict[str, Any]:
     folder = FUNCTIONS / function
     env = lambda_env(function, cache)
     listed = subprocess.run(
@@ -119,27 +114,27 @@ def measure(function: str, cache: Path, repeats: int) -> dict[str, Any]:
     )
     deps: list[str] = json.loads(listed.stdout.strip().splitlines()[-1])
     commands = [[sys.executable, "-c", "import app"], [sys.executable, "-c", _IMPORT_ALL, json.dumps(deps)]]
-    if function == "api":
-        commands.append([sys.executable, "-c", _API_BASELINE])
-    # Listing the dependencies imported (and so compiled) all of them; the baseline's are among them.
-    handler_ms, deps_ms, *baseline = _medians_ms(commands, folder, env, repeats, warm=False)
+    # Listing the dependencies imported (and so compiled) all of them.
+    handler, deps_times = _turns_ms(commands, folder, env, pairs)
+    ratios = pair_ratios(handler, deps_times)
     packages = sorted({name.split(".")[0] for name in deps})
     result: dict[str, Any] = {
-        "handler_ms": handler_ms,
-        "deps_ms": deps_ms,
-        "ratio": round(handler_ms / deps_ms, 2),
+        "handler_ms": spread(handler, 1),
+        "deps_ms": spread(deps_times, 1),
+        "pair_ratios": ratios,
+        "ratio": spread(ratios, 3),
+        "samples": {"handler_ms": handler, "deps_ms": deps_times},
         "third_party_packages": packages,
     }
     if function == "api":
         forbidden = sorted(set(packages) & set(API_FORBIDDEN))
-        result["baseline"] = {
-            "imports": _API_BASELINE,
-            "baseline_ms": baseline[0],
-            "ratio": round(handler_ms / baseline[0], 2),
-            "target": API_TARGET,
-            "met": handler_ms <= API_TARGET * baseline[0],
+        # The target: import plus the first invocation, against the bare stack's (bench/first_call.py).
+        result["baseline"] = first_call.measure(folder, env, pairs)
+        result["forbidden_packages"] = {
+            "checked": list(API_FORBIDDEN),
+            "loaded": forbidden,
+            "ok": not forbidden,
         }
-        result["forbidden_packages"] = {"checked": list(API_FORBIDDEN), "loaded": forbidden, "ok": not forbidden}
     return result
 
 
@@ -148,19 +143,19 @@ def functions() -> list[str]:
     return [f for f in NAMED if f in found] + [f for f in found if f not in NAMED]
 
 
-def run(repeats: int = 5) -> dict[str, Any]:
+def run(pairs: int = 5) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nylorun-bench-pyc-") as cache:
         bare_env = lambda_env("api", Path(cache))
-        results["python_startup_ms"] = _medians_ms([[sys.executable, "-c", "pass"]], REPO, bare_env, repeats)[
-            0
-        ]
+        results["python_startup_ms"] = spread(
+            _turns_ms([[sys.executable, "-c", "pass"]], REPO, bare_env, pairs)[0], 1
+        )
         for function in functions():
             try:
-                results[function] = measure(function, Path(cache), repeats)
+                results[function] = measure(function, Path(cache), pairs)
             except (
                 subprocess.CalledProcessError
             ) as exc:  # a function that cannot import is reported, not fatal
                 results[function] = {"error": (exc.stderr or "").strip().splitlines()[-1:]}
-    results["repeats"] = repeats
+    results["pairs"] = pairs
     return results
