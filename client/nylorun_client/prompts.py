@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from nylorun_client.interrupt_wakeup import WakeupStdin, wakeup_stdin
+
 
 class PromptCancelled(Exception):
     """^C at a prompt: `task` (a TaskView) still waits for the answer that was not given."""
@@ -18,15 +20,18 @@ class PromptCancelled(Exception):
 
 
 @contextmanager
-def cancellable(task: Any) -> Iterator[None]:
+def cancellable(task: Any) -> Iterator[WakeupStdin | None]:
     """While a person is asked, ^C ends the prompt: asyncio.run's own SIGINT handler only cancels the main task,
-    which a blocking input() never sees, so the ^C was swallowed and the next line went into a dead prompt."""
+    which a blocking input() never sees, so the ^C was swallowed and the next line went into a dead prompt.
+    Yields the terminal's stdin to read the answer from, so a ^C typed as the prompt appears ends it too
+    (None: not a terminal, read as usual)."""
     if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
-        yield
+        yield None
         return
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield
+        with wakeup_stdin() as stdin:
+            yield stdin
     except KeyboardInterrupt:
         raise PromptCancelled(task) from None
     finally:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO, cast
 
 from rich.console import Console
 from rich.live import Live
@@ -59,8 +60,8 @@ class HumanOutput:
 
     def ask(self, task: TaskView) -> Reply | None:
         try:
-            with cancellable(task):
-                return self._ask(task)
+            with cancellable(task) as stdin:
+                return self._ask(task, cast(TextIO | None, stdin))
         except PromptCancelled:
             self.console.print()  # the prompt's line stays as it was, ended
             raise
@@ -68,7 +69,7 @@ class HumanOutput:
             self.console.print()
             return None
 
-    def _ask(self, task: TaskView) -> Reply | None:
+    def _ask(self, task: TaskView, stdin: TextIO | None) -> Reply | None:
         interaction = task.interaction
         if interaction is None:
             self.console.print(render_interaction(task))
@@ -81,11 +82,11 @@ class HumanOutput:
                     )
                 )
                 return None
-            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
+            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console, stream=stdin)))
         self.console.print(render_interaction(task))
         if interaction.kind == "question":
-            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console)))
-        approved = Confirm.ask(Text("Approve?"), console=self.console)
+            return Reply(value=self._echo(Prompt.ask(Text("Your answer"), console=self.console, stream=stdin)))
+        approved = Confirm.ask(Text("Approve?"), console=self.console, stream=stdin)
         self._echo("y" if approved else "n")
         return Reply(approved=approved)
 

@@ -27,7 +27,7 @@ from nylorun_client.console.sessions import COOKIE, Session, Sessions
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"console.css": "text/css", "main.js": "text/javascript", "render.js": "text/javascript",
-          "api.js": "text/javascript", "forms.js": "text/javascript"}  # fmt: skip
+          "api.js": "text/javascript", "forms.js": "text/javascript", "events.js": "text/javascript"}  # fmt: skip
 MAX_BODY = 1_000_000
 
 

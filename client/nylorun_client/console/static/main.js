@@ -1,9 +1,10 @@
 // The console page: connect, converse, follow the task live (push via SSE, else GetTask with backoff), list tasks.
 import { el, post, recordPush, showError } from "./api.js";
+import { DOWN_NOTE, openStream, refresher } from "./events.js";
 import { interactionForm } from "./forms.js";
 import * as render from "./render.js";
 
-const state = { agent: null, core: false, live: "", view: null, following: 0, events: null, pageToken: "" };
+const state = { agent: null, core: false, live: "", view: null, following: 0, events: null, listing: 0, listed: null };
 const WAITING = ["INPUT_REQUIRED", "AUTH_REQUIRED"];
 const TERMINAL = ["COMPLETED", "FAILED", "CANCELED", "REJECTED"];
 const $ = (id) => document.getElementById(id);
@@ -52,26 +53,47 @@ async function follow(taskId) {
   }
 }
 
+// While the event stream is down: the open task, until it ends or waits for a person. Shown only if it is still
+// the open task when GetTask answers (the person may have opened another meanwhile).
+const stale = refresher(async () => {
+  const view = state.view;
+  if (!view || !view.taskId || settled(view)) return;
+  const answer = await rpc("GetTask", { id: view.taskId, historyLength: 50 });
+  if (answer.view && state.view && state.view.taskId === view.taskId) show(answer.view);
+});
+
 function openEvents() {
   if (state.events) return;
-  state.events = new EventSource("api/events");
-  state.events.onmessage = (event) => {
-    const data = JSON.parse(event.data);
-    recordPush(data);
-    const body = data.delivery || {};
-    const update = body.statusUpdate || body.artifactUpdate || body.task || {};
-    const taskId = update.taskId || update.id;
-    if (state.view && taskId === state.view.taskId) getTask(taskId);
-  };
-  state.events.onerror = () => {
-    if (state.events.readyState === EventSource.CLOSED) setMode("poll: the event stream closed");
-  };
+  state.events = openStream({
+    onDelivery(data) {
+      recordPush(data);
+      const body = data.delivery || {};
+      const update = body.statusUpdate || body.artifactUpdate || body.task || {};
+      const taskId = update.taskId || update.id;
+      if (state.view && taskId === state.view.taskId) getTask(taskId);
+    },
+    onDown() {
+      $("live-mode").textContent = DOWN_NOTE;
+      stale.start();
+    },
+    onUp() {
+      stale.stop();
+      $("live-mode").textContent = PUSH_NOTE;
+      if (state.view && state.view.taskId && !settled(state.view)) getTask(state.view.taskId); // pushes missed
+    },
+    onClosed() {
+      stale.stop();
+      setMode("poll: the event stream closed");
+      if (state.view && state.view.taskId && !settled(state.view)) follow(state.view.taskId);
+    },
+  });
 }
+
+const PUSH_NOTE = "Live: pushes from the Agent (signatures verified)";
 
 function setMode(live) {
   state.live = live.startsWith("push") ? "push" : "poll";
-  $("live-mode").textContent = state.live === "push"
-    ? "Live: pushes from the Agent (signatures verified)" : `Live: polling GetTask (${live.replace(/^poll: /, "")})`;
+  $("live-mode").textContent = state.live === "push" ? PUSH_NOTE : `Live: polling GetTask (${live.replace(/^poll: /, "")})`;
   if (state.live === "push") openEvents();
 }
 
@@ -105,7 +127,7 @@ async function connect(allowOtherHost = false) {
     $("other-host").hidden = false;
   }
   if (!answer.agent) { showError(answer.error || "could not connect"); return; }
-  Object.assign(state, { agent: answer.agent, core: answer.core, view: null, pageToken: "" });
+  Object.assign(state, { agent: answer.agent, core: answer.core, view: null, listed: null });
   $("tier").textContent = answer.core ? "Core tier: the Agent declares no Profile v2 extension" : `Profile v2: ${answer.extensions.length} extensions active`;
   setMode(answer.live);
   $("converse").hidden = false;
@@ -115,15 +137,27 @@ async function connect(allowOtherHost = false) {
   listTasks();
 }
 
+// ListTasks pages by an opaque cursor (a2a-1.0.md, "ListTasks"): a token belongs to the listing that gave it, so
+// "next page" repeats that listing's own filters (not the fields as they are now), and only the newest listing is
+// shown: an earlier one answering late (connect's unfiltered list) must not replace it, nor lend its token.
+// While a new listing is asked for, the old one is taken away, so its "next page" cannot be clicked.
 async function listTasks(next = false) {
-  const params = { pageSize: 10, includeArtifacts: false };
-  if ($("filter-context").value.trim()) params.contextId = $("filter-context").value.trim();
-  if ($("filter-state").value) params.status = $("filter-state").value;
-  if (next && state.pageToken) params.pageToken = state.pageToken;
+  const run = ++state.listing;
+  let params = { pageSize: 10, includeArtifacts: false };
+  if (next && state.listed && state.listed.nextPageToken) {
+    params = { ...state.listed.params, pageToken: state.listed.nextPageToken };
+  } else {
+    if ($("filter-context").value.trim()) params.contextId = $("filter-context").value.trim();
+    if ($("filter-state").value) params.status = $("filter-state").value;
+    $("task-list").replaceChildren(); // the list shown is no longer what was asked for
+  }
+  $("next-page").hidden = true; // until this listing answers: no next page of a listing being replaced
   const answer = await rpc("ListTasks", params);
-  if (!answer.view) return;
-  state.pageToken = answer.view.nextPageToken || "";
-  $("next-page").hidden = !state.pageToken;
+  if (!answer.view || run !== state.listing) return;
+  const filters = { ...params };
+  delete filters.pageToken;
+  state.listed = { params: filters, nextPageToken: answer.view.nextPageToken || "" };
+  $("next-page").hidden = !state.listed.nextPageToken;
   $("task-list").replaceChildren(...answer.view.tasks.map((t) => {
     const button = el("button", { type: "button", class: "task-link", text: `${render.short(t.state)} · ${t.text.slice(0, 80) || t.taskId}` });
     button.addEventListener("click", () => reopen(t.taskId));
