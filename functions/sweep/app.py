@@ -3,8 +3,8 @@
 - The table's stream, filtered to the REMOVE of an expired task item (DynamoDB's TTL): the rest of that task, its
   files first (Powertools BatchProcessor: a record that fails is retried from there on, so nothing is skipped).
 - Daily (the schedule's event): push configs whose task no longer exists (a config lives as long as its task).
-- Every 5 minutes (`{"action": "uncertain"}`): the tasks waiting for an operator and the oldest wait (issue 16:
-  UncertainTasks, UncertainOldestAgeSeconds).
+- Every 5 minutes (`{"action": "uncertain"}`): the tasks waiting for an operator and the oldest wait
+  (UncertainTasks, UncertainOldestAgeSeconds: docs/operate.md, "Alarms").
 """
 
 from datetime import UTC, datetime

@@ -111,7 +111,7 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
     else:
         _say("  auth: none (every caller is the subject 'anonymous')")
     if local.options.push_secret and runtime.settings.push_signing == "per-subject":
-        # Issue 15: each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
+        # Each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
         # whoever holds it can sign for any subject: it is not shown (it is the one given, or generated for this run).
         _say("  push: signed with each caller's own key (the Runtime's push secret is not shown)")
         names = runtime.registry.names()

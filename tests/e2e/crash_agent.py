@@ -1,6 +1,6 @@
 """An Agent for `nylorun serve` tests and the README's operator walk-through, loaded through NYLORUN_AGENTS: its
 payment dies mid-way the first time it runs for a task (the process "dies" after the charge went out and before
-its result was journaled), so the turn's outcome is lost and the task waits for an operator (issue 16)."""
+its result was journaled), so the turn's outcome is lost and the task waits for an operator (docs/operate.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 19, durable delegation, end to end on the local Runtime: the a2a-sdk client calls the example `refunds`,
-which hands the refund to `support` on the same Runtime with `turn.delegate(...)`.
+"""Durable delegation (docs/writing/delegation.md), end to end on the local Runtime: the a2a-sdk client calls the
+example `refunds`, which hands the refund to `support` on the same Runtime with `turn.delegate(...)`.
 
 * the caller sees one task, which asks for support's payments connection and its approval as its own
   interactions; approved, it completes, and support refunded once;

@@ -227,7 +227,7 @@ def test_only_activated_extension_data_reaches_a_caller(
             assert uri in observer.seen[where]["result"]["task"]["status"]["message"]["extensions"]
 
 
-# Issue 18: a model-backed Agent's tool loop (nylorun.models) stays in its journal. The `assistant` example on the
+# A model-backed Agent's tool loop (nylorun.models) stays in its journal. The `assistant` example on the
 # scripted stand-in (NYLORUN_MODEL=scripted, read at each turn): what a caller may read is the model's words and the
 # approval prompt its author wrote; never a tool's name, its arguments' JSON, its result, or a Converse block.
 TOOL_LOOP = ("find_order", "refund_order", "toolUse", "toolResult", "toolUseId", "order_id", "idempotency",

@@ -297,7 +297,7 @@ def test_one_plain_echo_turn_end_to_end(
     assert counter.errors == []
     # Sanity: the turn's writes and reads were seen, one status event at least was published
     assert counter.events_put >= 2
-    # And a task without push configs costs the push queue and the push function nothing (issue 15: its events are
+    # And a task without push configs costs the push queue and the push function nothing (its events are
     # not queued for push), nor the publish function a read: each status change's image counts the task's configs
     assert push_messages == 0 and not counter.sqs_sent, (push_messages, counter.sqs_sent)
     assert counter.calls[("publish", "dynamodb:Query")] == 0

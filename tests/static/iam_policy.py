@@ -78,7 +78,7 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     }),
     "PublishFunctionRole": frozenset({
         "dynamodb:GetItem",  # whose an artifact is (the task item)
-        "dynamodb:Query",  # does a pushed event's task have a push config (issue 15: queued only then)
+        "dynamodb:Query",  # does a pushed event's task have a push config (queued only then)
         # the bus; the push queue (SQSSendMessagePolicy); the stream's on-failure destination (PublishDLQ:
         # SQSSendMessagePolicy, and the SendMessage SAM adds itself for a DestinationConfig)
         "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
@@ -181,7 +181,7 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-# Issue 18: the Bedrock model the stack's ModelId parameter names is the one resource outside the stack a role may
+# The Bedrock model the stack's ModelId parameter names is the one resource outside the stack a role may
 # reach: the model in this Region, or through a cross-Region inference profile, the profile here and the model in any
 # Region it routes to (its geography's: the docs' "each Region associated with it",
 # https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html); and the guardrail named by

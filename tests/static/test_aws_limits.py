@@ -602,7 +602,7 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
     # A first deploy works in any account: nothing reserved by default, and the api function's peak at the defaults
     # (stage throttling x blocking wait) within a default account (concurrency.py).
     problems += reservation_problems(tpl) + api_load_problems(tpl)
-    # DelegationPollSeconds (issue 19) is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
+    # DelegationPollSeconds is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
     # whole number of seconds, at most an execution's year (SFN_QUOTAS).
     poll = params["DelegationPollSeconds"]
     if poll.get("MinValue", 0) < 1 or poll.get("MaxValue", float("inf")) > 365 * 86400:
@@ -614,7 +614,7 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
         problems.append(f"PushSubjectShare {share['Default']} % is over the 1/10 bound by default")
     if share.get("MinValue", 0) < 1 or share.get("MaxValue", float("inf")) > 100:
         problems.append("PushSubjectShare must stay within 1 and 100 %")
-    # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds (issue 16): a turn queued behind a waiting one (for a
+    # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds: a turn queued behind a waiting one (for a
     # person, or for an operator) stays in the context queue for the whole wait, looked at every
     # NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the waiting turn is one
     # Step Functions execution, at most a year (STANDARD), whose Wait state takes at most 99,999,999 s (SFN_WAIT).

@@ -183,7 +183,7 @@ BROKEN: dict[str, tuple[Any, str]] = {
         lambda t: t["Resources"]["ApiFunction"]["Properties"]["Policies"].append({"Ref": "AgentPolicyArns"}) or t,
         "managed policy {'Ref': 'AgentPolicyArns'} (its grants",  # ApiFunction.Policies[n], n the appended one's
     ),
-    # Issue 18: the model and guardrail the parameters choose, and nothing wider.
+    # The model and guardrail the parameters choose, and nothing wider.
     "any model in the Region": (
         _turn_grant("bedrock:InvokeModel", "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*"),
         "is not one of the stack's own resources",

@@ -197,7 +197,7 @@ class Runtime:
 
     @cached_property
     def delegates(self) -> A2aClient:
-        """The A2A client delegations speak through (issue 19)."""
+        """The A2A client delegations speak through (docs/writing/delegation.md)."""
         from nylorun.adapters.a2a_client import A2aClient
 
         return A2aClient(timeout_seconds=self.settings.push_timeout_seconds)
@@ -216,7 +216,7 @@ class Runtime:
 
     @cached_property
     def delegations(self) -> DelegationCallbacks:
-        """The delegates' callbacks and the cancel of a delegating task's delegates (issue 19)."""
+        """The delegates' callbacks and the cancel of a delegating task's delegates."""
         from nylorun.service.delegation import DelegationCallbacks
 
         return DelegationCallbacks(
@@ -263,7 +263,7 @@ class Runtime:
 
     @cached_property
     def operators(self) -> OperatorService:
-        """What `nylorun admin` does to tasks waiting for an operator (issue 16)."""
+        """What `nylorun admin` does to tasks waiting for an operator (docs/operate.md)."""
         from nylorun.service.operator import OperatorService
 
         return OperatorService(self.store, self.orchestrator, self.scheduler)
@@ -314,7 +314,7 @@ class Runtime:
 
     @cached_property
     def signing_keys(self) -> PushSigningKeys | None:
-        """Each subject's push signing keys (issue 15), for the api's push-signing-secrets; None with push off."""
+        """Each subject's push signing keys, for the api's push-signing-secrets; None with push off."""
         if not self.settings.push_enabled:
             return None
         return PushSigningKeys(self.push_secrets(), self.settings.push_signing)

@@ -1,4 +1,4 @@
-"""Per-subject quotas (issue 15, README "Security"): how many turns and push configs one caller may hold open.
+"""Per-subject quotas (docs/security.md, "Quotas"): how many turns and push configs one caller may hold open.
 
 A turn is *open* from the moment it is created (started at once or queued behind a busy context) until its task
 ends (a terminal state): running, queued and waiting for a person all count. A push config counts against its task

@@ -1,5 +1,5 @@
-"""Durable delegation (issue 19): `turn.delegate(...)` hands work to another A2A 1.0 Agent and waits for it
-without holding a Lambda.
+"""Durable delegation: `turn.delegate(...)` hands work to another A2A 1.0 Agent and waits for it
+without holding a Lambda (docs/writing/delegation.md).
 
 Every step is journaled (engine/replay.py), so a rerun replays what the delegate answered instead of asking again:
 
