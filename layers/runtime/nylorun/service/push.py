@@ -191,7 +191,7 @@ class PushService:
         # The checked status, not the event's word: a forged COMPLETED must not expire anyone's configs.
         if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
             # ADR 0051: a config lives as long as its task: once the task has ended, its configs expire with it
-            # (README "Data retention"; each step the configs it queued: one step's work stays small).
+            # (docs/operate.md#data-retention; each step the configs it queued: one step's work stays small).
             expires = (head or {}).get("expiresAt")  # the checked status ended the task: its end wrote expiresAt
             if expires is not None:
                 self._store.expire_push_configs(task_id, int(expires), [str(c.config.id) for c in step])
