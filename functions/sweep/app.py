@@ -1,4 +1,5 @@
-"""sweep function: removes what has expired (README "Data retention"), and measures the tasks waiting for an operator.
+"""sweep function: removes what has expired (docs/operate.md#data-retention), and measures the tasks waiting
+for an operator.
 
 - The table's stream, filtered to the REMOVE of an expired task item (DynamoDB's TTL): the rest of that task, its
   files first (Powertools BatchProcessor: a record that fails is retried from there on, so nothing is skipped).

@@ -69,10 +69,11 @@ class LocalOptions:
     allowed_origins: list[str] = field(default_factory=list)  # web pages whose scripts may call (NYLORUN_ALLOWED_ORIGINS)
     # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
     allow_remote_without_auth: bool = False
-    connections: str | None = None  # a JSON file of connection providers (README "Connections")
+    connections: str | None = None  # a JSON file of connection providers (docs/writing/connections.md)
     extra_env: dict[str, str] = field(default_factory=dict)
     # How often the local TTL deletes expired items (nylorun_local.ttl; DynamoDB's takes up to days). The environment's
-    # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk (README "Data retention").
+    # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk
+    # (docs/operate.md#data-retention).
     ttl_sweep_seconds: float = field(default_factory=lambda: float(os.environ.get("NYLORUN_LOCAL_TTL_SECONDS") or 60))
     # The push function's environments as this many processes of their own (nylorun_local.push_processes), as Lambda
     # runs them; 0: threads of this process (PUSH_ENVIRONMENTS), which tests can reach into.
@@ -148,7 +149,8 @@ class LocalRuntime:
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in {**opts.dev_tokens, **self.agent_tokens}.items()),
             **({"NYLORUN_REFUNDS_TOKEN": next(iter(self.agent_tokens))} if self.agent_tokens else {}),
-            # agent:refunds acts for each of its callers at support (README "Delegation"): a delegating identity.
+            # agent:refunds acts for each of its callers at support
+            # (docs/security.md#delegation-on-behalf-of-each-caller): a delegating identity.
             "NYLORUN_DELEGATING_SUBJECTS": ",".join(self.agent_tokens.values()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
             "NYLORUN_ALLOWED_ORIGINS": ",".join(opts.allowed_origins),

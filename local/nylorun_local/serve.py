@@ -191,8 +191,8 @@ def add_serve_command(commands: Any) -> None:
         "--connections",
         metavar="FILE",
         default=None,
-        help="a JSON list of OAuth 2.0 connection providers (README \"Connections\"); with the examples, the example "
-        "payments provider runs on loopback",
+        help="a JSON list of OAuth 2.0 connection providers (see docs/writing/connections.md, Providers); with the "
+        "examples, the example payments provider runs on loopback",
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")

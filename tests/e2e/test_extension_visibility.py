@@ -118,7 +118,7 @@ def drive_support(observer: Observer) -> list[str]:
     # A text reply to the connection is recorded and connects nothing (Profile v2: text never approves)
     task = observer.send("connection", answer(task["id"], "connected"))
     assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
-    # README "Connections": connected in a browser; the turn resumes by itself to the approval
+    # docs/writing/connections.md: connected in a browser; the turn resumes by itself to the approval
     asked = observer.interaction(task["id"])
     connect(observer.peek(task["id"])["status"]["message"]["metadata"][INTERACTIONS]["detail"]["authorizationUrl"])
     poll(lambda: observer.peek(task["id"]), lambda t: t["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"

@@ -157,7 +157,7 @@ def test_the_keys_a_caller_is_handed_follow_the_rotation(local_runtime: LocalRun
     keys = Runtime(settings=settings, registry=base.registry).signing_keys
     assert keys is not None
     assert keys.for_subject("alice") == [subject_secret(OLD, "alice")]
-    # When the secret holds the new and the old value (README "The push secret", step 1)
+    # When the secret holds the new and the old value (docs/deploy.md#rotate-the-push-secret, its first step)
     client.put_secret_value(SecretId=arn, SecretString=f"{NEW} {OLD}")
     time.sleep(1.2)
     # Then alice is handed both of her keys, the new one first; then, with the new value alone, only the new key

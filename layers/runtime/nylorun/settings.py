@@ -74,8 +74,9 @@ class Settings(BaseModel):
     # The overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
-    # Fair delivery workers (README "Push notifications"). A delivery's first attempt has a shorter deadline: most
-    # receivers answer within it, and one that never answers holds its worker that much less.
+    # Fair delivery workers (docs/architecture.md#fair-push-delivery). A delivery's first attempt has a
+    # shorter deadline: most receivers answer within it, and one that never answers holds its worker that much
+    # less.
     push_first_timeout_seconds: int = Field(default=5, ge=1, le=30)
     # The push function's configured concurrency (deployed: the template's PushMaxConcurrency, the queue's
     # MaximumConcurrency): its capacity is this × 60 s of delivery time a minute.
@@ -129,15 +130,16 @@ class Settings(BaseModel):
     max_task_bytes: int = Field(
         default=DEFAULT_MAX_TASK_BYTES, ge=MAX_STORED_JSON_BYTES + CALLER_HEADROOM, le=DEFAULT_MAX_TASK_BYTES
     )
-    # Per-subject quotas (docs/security.md, "Quotas"; nylorun.domain.quotas): open turns (running, waiting for a
+    # Per-subject quotas (docs/security.md#quotas; nylorun.domain.quotas): open turns (running, waiting for a
     # person, or queued) per context and per subject, push configs per task and per subject (of its open tasks).
     max_turns_per_context: int = Field(default=Quotas.turns_per_context, ge=1)
     max_turns_per_subject: int = Field(default=Quotas.turns_per_subject, ge=1)
     max_push_configs_per_task: int = Field(default=Quotas.push_configs_per_task, ge=1)
     max_push_configs_per_subject: int = Field(default=Quotas.push_configs_per_subject, ge=1)
-    # Retention (README "Data retention"): a task and everything of it (history, artifacts, journal, push configs,
-    # its files) expire this long after it ends. Deployed: the template's RetentionDays (its S3 lifecycle is in
-    # days too); `retention_seconds`, when set, overrides it (the local Runtime's tests shrink it to seconds).
+    # Retention (docs/operate.md#data-retention): a task and everything of it (history, artifacts, journal,
+    # push configs, its files) expire this long after it ends. Deployed: the template's RetentionDays (its S3
+    # lifecycle is in days too); `retention_seconds`, when set, overrides it (the local Runtime's tests shrink
+    # it to seconds).
     retention_days: int = Field(default=DEFAULT_RETENTION_SECONDS // (24 * 3600), ge=1, le=3653)
     retention_seconds: int | None = Field(default=None, ge=1)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
@@ -152,14 +154,15 @@ class Settings(BaseModel):
     # (docs/writing/delegation.md).
     delegation_poll_seconds: int = Field(default=300, ge=1, le=24 * 3600)
     delegation_callback_url: str | None = None
-    # The subjects that may act on behalf of their own callers here (nylorun.domain.behalf, README "Delegation"):
-    # from them the `Nylorun-On-Behalf-Of` header is honoured; from any other subject it is ignored.
+    # The subjects that may act on behalf of their own callers here (nylorun.domain.behalf,
+    # docs/security.md#delegation-on-behalf-of-each-caller): from them the `Nylorun-On-Behalf-Of` header is
+    # honoured; from any other subject it is ignored.
     delegating_subjects: list[str] = Field(default_factory=list)
-    # nylorun.models (README "A model-backed Agent"): the Bedrock model id (or inference profile id) model-backed
+    # nylorun.models (docs/writing/model-agents.md): the Bedrock model id (or inference profile id) model-backed
     # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
     # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
     # add to nylorun.models.prices' table: JSON {"model id": {"input": 0.8, "output": 4.0}}.
-    # README "Connections": the OAuth 2.0 providers Agents may ask a person to connect (a JSON list of
+    # docs/writing/connections.md: the OAuth 2.0 providers Agents may ask a person to connect (a JSON list of
     # domain/connections.py Provider), and deployed, the secret holding their client secrets ({"name": "secret"}).
     connection_providers: list[Provider] = Field(default_factory=list)
     connection_secrets_arn: str | None = None
@@ -206,8 +209,8 @@ class Settings(BaseModel):
     def _fail_closed(self) -> Settings:
         # Fail closed: on Lambda only API Gateway's JWT authorizer says who calls. `dev` and `none` there
         # would make every caller one subject (or any dev token's), so a deployed function refuses to start with
-        # them. `sam local` runs no JWT authorizer: there the local modes stay allowed (docs/deploy.md, "Test with
-        # `sam local`").
+        # them. `sam local` runs no JWT authorizer: there the local modes stay allowed
+        # (docs/deploy.md#test-with-sam-local).
         if self.lambda_function_name and not self.sam_local and self.auth != "jwt":
             raise ValueError(
                 f"NYLORUN_AUTH={self.auth} is refused on AWS Lambda (function {self.lambda_function_name}): set "
@@ -233,7 +236,8 @@ class Settings(BaseModel):
     @property
     def subject_budget_window(self) -> int:
         """Seconds of one window of a subject's delivery budget: a minute and the longest deadline, so every attempt
-        that holds time in a given minute started within one window's span (README "Push notifications")."""
+        that holds time in a given minute started within one window's span
+        (docs/architecture.md#fair-push-delivery)."""
         return 60 + self.push_timeout_seconds
 
     @property

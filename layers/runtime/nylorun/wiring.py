@@ -135,7 +135,8 @@ class Runtime:
 
     @cached_property
     def retention(self) -> RetentionService:
-        """The stream's REMOVE of an expired task → its files and items removed (README "Data retention")."""
+        """The stream's REMOVE of an expired task → its files and items removed
+        (docs/operate.md#data-retention)."""
         from nylorun.service.retention import RetentionService
 
         return RetentionService(self.store, self.files, decode_expiry)
@@ -226,9 +227,9 @@ class Runtime:
 
     @cached_property
     def connections(self) -> ConnectionDeps | None:
-        """README "Connections": the providers the stack declares, their tokens' store, and the OAuth client (Authlib,
-        imported when a connection is first used); None when it declares none. An Agent that names a provider the
-        stack does not declare stops the Runtime here, at load time."""
+        """docs/writing/connections.md: the providers the stack declares, their tokens' store, and the OAuth
+        client (Authlib, imported when a connection is first used); None when it declares none. An Agent that
+        names a provider the stack does not declare stops the Runtime here, at load time."""
         from nylorun.engine.connections import ConnectionDeps, check_declared
 
         settings = self.settings

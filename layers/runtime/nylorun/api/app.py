@@ -190,7 +190,8 @@ def create_app(
             return JSONResponse({"error": refused.reason}, status_code=refused.status)
         return Response(status_code=204)
 
-    add_connection_routes(app, connections, authenticator, _unauthorized, settings.delegating_subjects)  # README "Connections"
+    # docs/writing/connections.md
+    add_connection_routes(app, connections, authenticator, _unauthorized, settings.delegating_subjects)
 
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]

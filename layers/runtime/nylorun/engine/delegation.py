@@ -246,7 +246,8 @@ class Delegation:
             if asked_id:
                 answered[asked_id] = answer
         if answer.get(MOVED_ON):
-            # README "Connections": connected at the delegate; look again (re-asked if it still waits for it).
+            # docs/writing/connections.md: connected at the delegate; look again (re-asked if it still waits
+            # for it).
             answered.pop(asked_id, None)
             return self._replay.effect(READ, lambda key: self._read(record, headers), idempotent=True)
 

@@ -232,7 +232,8 @@ class FileService:
     def render_parts(self, parts: list[Part]) -> list[Part]:
         return [self.render_part(p) for p in parts]
 
-    # ------------------------------------------------------------------ retention (README "Data retention")
+    # ------------------------------------------------------------------ retention
+    # (docs/operate.md#data-retention)
     def forget(self, task_id: str, owner: Owner, context_id: str, remains: TaskRemains) -> list[tuple[str, str]]:
         """Delete every version of the bucket an expired task named: its callers' files (history), its outputs
         (artifacts, and every version its journal wrote, a rewrite's older ones too), its fetched url files. Only

@@ -1,4 +1,4 @@
-"""Replay: the journal cursor that makes a turn durable (README "How a turn survives").
+"""Replay: the journal cursor that makes a turn durable (docs/writing/index.md#how-a-turn-survives).
 
 Every run of the turn function runs the agent from the top. Each effect, interaction and usage report takes
 the next position (`seq`) in the turn's journal:

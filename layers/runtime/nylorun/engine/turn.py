@@ -1,4 +1,4 @@
-"""The `Turn` an agent's code receives: exactly the surface README "Writing an Agent" lists, nothing more.
+"""The `Turn` an agent's code receives: exactly the surface docs/writing/index.md lists, nothing more.
 
 The `Turn` delegates every journaled operation (effects, interactions, usage) and every caller-visible write to
 the turn's `Replay` (engine/replay.py), which makes a rerun of the agent durable, and renders its messages with

@@ -191,7 +191,7 @@ class PushService:
         # The checked status, not the event's word: a forged COMPLETED must not expire anyone's configs.
         if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
             # A config lives as long as its task: once the task has ended, its configs expire with it
-            # (docs/decisions/0020-components-and-push-config-lifetime.md, docs/operate.md "Data retention"; each
+            # (docs/decisions/0020-components-and-push-config-lifetime.md, docs/operate.md#data-retention; each
             # step the configs it queued: one step's work stays small).
             expires = (head or {}).get("expiresAt")  # the checked status ended the task: its end wrote expiresAt
             if expires is not None:
