@@ -1,6 +1,6 @@
 """Writes the SnapStart variant of template.yaml: the api function published as alias `live`, with SnapStart on.
 
-    .venv/bin/python scripts/snapstart_template.py [template.yaml] [template-snapstart.yaml]
+    .venv-sam/bin/python scripts/snapstart_template.py [template.yaml] [template-snapstart.yaml]  # make snapstart-template
 
 A text edit, so template.yaml's comments and short-form tags (!Ref, !If, !Sub) stay exactly as written; each anchor
 it edits must be found exactly once, so a change to template.yaml that moves one fails here, loudly, instead of
