@@ -187,6 +187,7 @@ LONGEST_FIRST = (
     "test_installed.py",
     "test_text_roundtrip.py",
     "test_console.py",  # headless Chromium on one worker: about a minute
+    "test_doc_commands.py",  # every command of the docs, its servers started as a reader starts them
 )
 
 
