@@ -78,8 +78,9 @@ def run_page(steps: list[Step], servers: Servers, reader: Server, env: dict[str,
     state.mkdir()
     acks.mkdir()
     ports, token = {8080: reader.port}, reader.token
+    # Each marker on a line of its own: curl's output ends without a newline.
     lines = ["set -euo pipefail", "exec 2>&1",
-             f'__ack() {{ echo "@@END $1"; while [ ! -e {quoted(acks)}/$1 ]; do sleep 0.02; done; }}',
+             f'__ack() {{ printf "\\n@@END %s\\n" "$1"; while [ ! -e {quoted(acks)}/$1 ]; do sleep 0.02; done; }}',
              f"ln -sf {quoted(servers.state)}/local-{reader.port}.json {quoted(state)}/local-8080.json"]  # fmt: skip
     for index, step in enumerate(steps):
         lines.append(f'echo "@@CMD {index}"')
