@@ -11,9 +11,13 @@ SAM         := $(SAM_VENV)/bin/sam
 SAM_VERSION := 1.170.0
 SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 BUILD_DIR   := .aws-sam/build
+# The SnapStart variant of template.yaml (scripts/snapstart_template.py; docs/deploy.md "SnapStart"): generated,
+# never committed. `make build SNAPSTART=1` builds from it; plain `make build` from template.yaml.
+SNAPSTART_TEMPLATE := template-snapstart.yaml
+BUILD_TEMPLATE     := $(if $(SNAPSTART),$(SNAPSTART_TEMPLATE),template.yaml)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test unit reliability bench build validate lint typecheck clean screenshots docs docs-serve
+.PHONY: run test unit reliability bench build validate lint typecheck clean screenshots docs docs-serve snapstart-template
 
 # pytest-xdist: one worker per core (at most 4), each with its own local Runtime (tests/conftest.py). A test file
 # runs whole on one worker (loadfile), so its module fixtures run once: the agents it adds to its worker's
@@ -76,14 +80,22 @@ $(SAM_STAMP):
 
 # sam build runs the functions' runtime, python3.12, to install the layers (arm64 wheels, no containers);
 # scripts/with-python3.12 finds it (a pyenv 3.12 too) or says how to get it.
-build: $(SAM_STAMP)  ## sam build (no containers), then precompiled bytecode in the artifacts (~0.8 s less cold start)
-	@scripts/with-python3.12 sh -ec '$(SAM) build --template template.yaml; \
+build: $(SAM_STAMP) $(if $(SNAPSTART),$(SNAPSTART_TEMPLATE))  ## sam build (no containers), then precompiled bytecode in the artifacts (~0.8 s less cold start); SNAPSTART=1: the SnapStart variant
+	@scripts/with-python3.12 sh -ec '$(SAM) build --template $(BUILD_TEMPLATE); \
 	for dir in $(BUILD_DIR)/*/; do python3.12 -m compileall -q -f --invalidation-mode unchecked-hash "$$dir"; done; \
 	echo "make build: $$(find $(BUILD_DIR) -name \*.pyc | wc -l) .pyc files for $$(find $(BUILD_DIR) -name \*.py | wc -l) .py files in $(BUILD_DIR)"'
 
-validate: $(SAM_STAMP)  ## sam validate --lint (also in `make test`), and least privilege on the template as SAM transforms it
+validate: $(SAM_STAMP) $(SNAPSTART_TEMPLATE)  ## sam validate --lint (also in `make test`), and least privilege on the template as SAM transforms it; both templates
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py template.yaml
+	$(SAM) validate --lint --template $(SNAPSTART_TEMPLATE) --region us-east-1
+	$(SAM_VENV)/bin/python tests/static/sam_iam_check.py $(SNAPSTART_TEMPLATE) ApiVersionStamp=validate
+
+# A stdlib-only script: SAM CLI's venv runs it, as `make build` and `make validate` need that venv anyway.
+$(SNAPSTART_TEMPLATE): template.yaml scripts/snapstart_template.py $(SAM_STAMP)
+	$(SAM_VENV)/bin/python scripts/snapstart_template.py template.yaml $@
+
+snapstart-template: $(SNAPSTART_TEMPLATE)  ## Write template-snapstart.yaml: template.yaml with SnapStart on the api function (docs/deploy.md)
 
 lint: $(STAMP)  ## ruff, mypy and the import ladder (lint-imports), as `make test` runs them
 	$(VENV)/bin/ruff check layers local client examples functions tests bench
@@ -98,4 +110,4 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .aws-sam
+	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .aws-sam $(SNAPSTART_TEMPLATE)

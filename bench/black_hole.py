@@ -1,5 +1,6 @@
-"""Figure 7: fair delivery workers (README "Push notifications"), on the local Runtime: another subject's delivery
-latency while one subject's 10 tasks × 10 push configs aim at a receiver that never answers.
+"""Figure 7: fair delivery workers (docs/architecture.md#fair-push-delivery), on the local Runtime: another
+subject's delivery latency while one subject's 10 tasks × 10 push configs aim at a receiver that never
+answers.
 
 A black hole: a loopback TCP server that accepts every connection and never sends a byte, so each attempt at it
 holds its delivery for its whole deadline. Pairs, interleaved A B A B (the machine's load drifts between them): A,

@@ -76,7 +76,7 @@ def lambda_env(function: str, cache: Path) -> dict[str, str]:
             "NYLORUN_AUTH": "jwt",
             "NYLORUN_FILES_BUCKET": "bench-files",  # template Globals: files are on where deployed
             "NYLORUN_INTERACTION_TIMEOUT_SECONDS": "3600",
-            # Issue 15: a Lambda function without the Runtime key's ARN refuses to start (template Globals set it).
+            # A Lambda function without the Runtime key's ARN refuses to start (template Globals set it).
             "NYLORUN_RUNTIME_KEY_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:bench-runtime-key",
             "NYLORUN_KMS_KEY": "arn:aws:kms:us-east-1:123456789012:key/bench",
             "NYLORUN_DELEGATION_POLL_SECONDS": "300",

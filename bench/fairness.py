@@ -1,4 +1,4 @@
-"""Figure 6: fair push (issue 15), on the local Runtime, its push function's environments processes of their own as
+"""Figure 6: fair push, on the local Runtime, its push function's environments processes of their own as
 on Lambda (bench/local_stack.py BENCH_PUSH_PROCESSES).
 
 One subject has a task with 1,000 push configs; when that task ends, its status fans out to all of them.

@@ -25,7 +25,7 @@ SEND_MESSAGE = (
     '{"messageId":"m-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
 )
 OPERATIONS = ("get_task", "send_message")
-# ours / reference requests/s to reach (issue 13, item 8).
+# ours / reference requests/s to reach (bench/README.md, docs/performance.md).
 TARGETS = {"get_task": 1.5, "send_message": 3.0}
 # Our blocking SendMessage's p99 / the reference's, in the same pair: at most 1.
 P99_TARGET = 1.0

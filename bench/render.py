@@ -213,7 +213,7 @@ def _black_hole(results: dict[str, Any]) -> list[str]:
 
 def _targets(results: dict[str, Any]) -> list[str]:
     found = results["targets"]
-    lines = ["", "Targets (issue 13, item 8; fair push: issue 15), judged on the median [min–max]"]
+    lines = ["", "Targets (bench/README.md), judged on the median [min–max]"]
     for name, t in found.items():
         if name == "api_forbidden_packages":
             lines.append(f"   {name:<34} {t['loaded'] or 'none'}: {_verdict(t['ok'])}")

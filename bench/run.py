@@ -170,7 +170,7 @@ def _meta(load: LoadSettings) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- the targets (issue 13, item 8), on medians
+# ---------------------------------------------------------------- the targets (bench/README.md), on medians
 def targets(results: dict[str, Any]) -> dict[str, Any]:
     """Each hot-path target this run measured: its median figure, spread, target and whether the median meets it."""
     found: dict[str, Any] = {}

@@ -1,4 +1,5 @@
-"""What a per-subject request limit in DynamoDB would add to every call (README "Security", why it is not built).
+"""What a per-subject request limit in DynamoDB would add to every call (why it is not built:
+docs/decisions/0015-no-per-subject-rate.md).
 
 The cheapest form is one conditional UpdateItem per request (a counter per subject and second, refused over the
 limit). Measured here on moto, beside the one consistent GetItem a GetTask makes: moto's latency, not AWS's, so

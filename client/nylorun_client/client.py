@@ -260,7 +260,7 @@ class NylorunClient:
         self, task_id: str, value: Any, *, interaction_id: str | None = None, wait: bool = True
     ) -> TaskView | MessageView:
         """Answer the open question with `value`. A question with no typed data (core tier) is answered
-        with the value as text, which a question accepts (README "The support walk-through")."""
+        with the value as text, which a question accepts (docs/calling/index.md#the-support-walk-through)."""
         if interaction_id is None:
             task = await self.get(task_id, history_length=0)
             if task.interaction is None and task.state == "TASK_STATE_INPUT_REQUIRED":

@@ -7,7 +7,7 @@ hides a wrong secret. A verified delivery whose webhook-id was already received 
 is a replay (or the Runtime's retry of one that arrived): answered 204 so a retry stops, but reported as a
 duplicate and never passed on as new (Standard Webhooks: receivers dedupe on webhook-id).
 
-The secrets never come from the command line (issue 15: every process can read another's arguments): `--from
+The secrets never come from the command line (every process can read another's arguments): `--from
 AGENT_URL` fetches the caller's own keys from the Runtime with its bearer token, `--secret-file` reads them from a
 file, or `$NYLORUN_PUSH_SECRET` holds them (space-separated while rotating).
 """

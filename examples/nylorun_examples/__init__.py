@@ -1,5 +1,5 @@
 """Example Agents, not part of the Runtime: `echo`, `tck` (the A2A TCK's scenarios), `support` (every
-profile feature), `orders` (a table component) and `refunds` (delegates to `support`, issue 19); and
+profile feature), `orders` (a table component) and `refunds` (delegates to `support`); and
 `assistant` (nylorun.models, a model-backed Agent), not in AGENTS: it needs a model, so it is served only where one is configured (`nylorun serve --model scripted` names
 `nylorun_examples.assistant:agent`).
 

@@ -1,4 +1,4 @@
-"""`assistant`: a model-backed Agent (nylorun.models; README "A model-backed Agent" shows this file's code).
+"""`assistant`: a model-backed Agent (nylorun.models; docs/writing/model-agents.md shows this file's code).
 
 It answers questions about orders with a lookup tool and refunds one with an approval-gated tool; it may ask the
 person which order they mean (the built-in `ask_person`). The model is

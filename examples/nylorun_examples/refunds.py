@@ -1,7 +1,8 @@
-"""`refunds`: an Agent that delegates (issue 19). It hands a refund to the `support` Agent on the same Runtime
-with `turn.delegate(...)`, and the caller sees one task: support's payments connection and its approval arrive as
-this task's own interactions, and the caller's typed answers go back to support. The turn function is not held
-while support waits for the person: the turn parks on Step Functions and wakes on support's signed callback.
+"""`refunds`: an Agent that delegates (docs/writing/delegation.md). It hands a refund to the `support` Agent on
+the same Runtime with `turn.delegate(...)`, and the caller sees one task: support's payments connection and its
+approval arrive as this task's own interactions, and the caller's typed answers go back to support. The turn
+function is not held while support waits for the person: the turn parks on Step Functions and wakes on support's
+signed callback.
 
 Profile v2 (never delegations): the reply is this Agent's own words. Nothing of support (its name, its task,
 its messages, its receipt) reaches the caller.

@@ -1,6 +1,6 @@
 """push function: drains the push queue (SQS FIFO). An event, queued by the publish function in its task's own message
 group, fans out into one delivery per push config; a delivery is one signed POST, retried on its own with backoff
-for up to 24 hours. Each batch stops before the function's time runs out (issue 15): what is left goes back to the
+for up to 24 hours. Each batch stops before the function's time runs out: what is left goes back to the
 queue as batch failures, to come back at once."""
 
 import json
@@ -55,7 +55,7 @@ def record_handler(record: SQSRecord) -> None:
             raise RetryLater(result.reason)
     else:
         runtime.push.hand_off(body)  # an event the push rule of earlier versions queued (in its one group)
-    # Issue 15: a FIFO group stays locked while any of its messages is in flight, and Lambda deletes a batch's
+    # A FIFO group stays locked while any of its messages is in flight, and Lambda deletes a batch's
     # messages only once the whole batch has ended: a task's own group and a config's next delivery would wait for
     # the slowest delivery in the batch (another subject's receiver, up to push_timeout_seconds). A message handled
     # is deleted at once.

@@ -1,10 +1,11 @@
-"""sweep function: removes what has expired (README "Data retention"), and measures the tasks waiting for an operator.
+"""sweep function: removes what has expired (docs/operate.md#data-retention), and measures the tasks waiting
+for an operator.
 
 - The table's stream, filtered to the REMOVE of an expired task item (DynamoDB's TTL): the rest of that task, its
   files first (Powertools BatchProcessor: a record that fails is retried from there on, so nothing is skipped).
 - Daily (the schedule's event): push configs whose task no longer exists (a config lives as long as its task).
-- Every 5 minutes (`{"action": "uncertain"}`): the tasks waiting for an operator and the oldest wait (issue 16:
-  UncertainTasks, UncertainOldestAgeSeconds).
+- Every 5 minutes (`{"action": "uncertain"}`): the tasks waiting for an operator and the oldest wait
+  (UncertainTasks, UncertainOldestAgeSeconds: docs/operate.md, "Alarms").
 """
 
 from datetime import UTC, datetime

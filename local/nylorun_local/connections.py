@@ -1,5 +1,6 @@
-"""The connection providers a local Runtime declares (README "Connections"): those in `--connections FILE` (a JSON
-list, as NYLORUN_CONNECTION_PROVIDERS), and with the examples, the example payments provider it runs on loopback."""
+"""The connection providers a local Runtime declares (docs/writing/connections.md): those in `--connections
+FILE` (a JSON list, as NYLORUN_CONNECTION_PROVIDERS), and with the examples, the example payments provider it
+runs on loopback."""
 
 from __future__ import annotations
 

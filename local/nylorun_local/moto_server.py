@@ -4,8 +4,8 @@ with keep-alive connections.
 moto's own server (`moto.server.ThreadedMotoServer`, werkzeug's development server) closes the connection after
 every response (werkzeug: "This disables HTTP/1.1 keep-alive connections"), so each call a client makes is a new
 TCP connection and, in the Runtime's process, a new thread: accepting it, starting the thread, and a drain of up to
-10 ms after the answer. Under issue 15's fair-push figure that was a sixth of the server threads' time, and every
-one of those steps waits again for the interpreter lock that moto, the api and the turn share. Here a connection
+10 ms after the answer. Under the fair-push figure (bench/README.md) that was a sixth of the server threads'
+time, and every one of those steps waits again for the interpreter lock that moto, the api and the turn share. Here a connection
 stays open for the client's next call: each call is one read of the request, moto's WSGI application (the same
 one, the same backends), one write of the answer.
 

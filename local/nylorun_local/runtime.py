@@ -39,7 +39,8 @@ from nylorun_local.ttl import TtlSweeper
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
 # Push batches run in this many execution environments at once. Deployed, Lambda runs up to the push event
 # source's MaximumConcurrency (template parameter PushMaxConcurrency, 20 by default), one per message group in
-# flight; locally a few threads stand in, so one task's 1,000 deliveries do not hold up another subject's (issue 15).
+# flight; locally a few threads stand in, so one task's 1,000 deliveries do not hold up another subject's
+# (docs/architecture.md, "Fair push delivery").
 PUSH_ENVIRONMENTS = int(os.environ.get("NYLORUN_LOCAL_PUSH_ENVIRONMENTS", "4"))
 # The example Agents (echo, tck, support), served locally unless LocalOptions.examples is False.
 EXAMPLE_AGENTS = "nylorun_examples:AGENTS"
@@ -63,15 +64,16 @@ class LocalOptions:
     # the examples it also serves `assistant` (ASSISTANT_AGENT).
     model: str | None = None
     interaction_timeout_seconds: int | None = None
-    # Issue 16: how long a lost outcome waits for an operator (None: $NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS, else 24 h).
+    # How long a lost outcome waits for an operator (None: $NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS, else 24 h).
     uncertainty_timeout_seconds: int | None = None
     allowed_origins: list[str] = field(default_factory=list)  # web pages whose scripts may call (NYLORUN_ALLOWED_ORIGINS)
     # --auth none on an address other than loopback lets anyone who reaches it act as 'anonymous': only when asked for.
     allow_remote_without_auth: bool = False
-    connections: str | None = None  # a JSON file of connection providers (README "Connections")
+    connections: str | None = None  # a JSON file of connection providers (docs/writing/connections.md)
     extra_env: dict[str, str] = field(default_factory=dict)
     # How often the local TTL deletes expired items (nylorun_local.ttl; DynamoDB's takes up to days). The environment's
-    # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk (README "Data retention").
+    # NYLORUN_LOCAL_TTL_SECONDS, for a `nylorun serve` whose retention is shrunk
+    # (docs/operate.md#data-retention).
     ttl_sweep_seconds: float = field(default_factory=lambda: float(os.environ.get("NYLORUN_LOCAL_TTL_SECONDS") or 60))
     # The push function's environments as this many processes of their own (nylorun_local.push_processes), as Lambda
     # runs them; 0: threads of this process (PUSH_ENVIRONMENTS), which tests can reach into.
@@ -94,12 +96,13 @@ class LocalRuntime:
             options.push_secret = None
         elif not options.push_secret:
             options.push_secret = os.environ.get("NYLORUN_PUSH_SECRET") or _new_push_secret()
-        # Issue 19: the example `refunds` delegates to `support` as the subject agent:refunds, with a dev token of
+        # The example `refunds` delegates to `support` as the subject agent:refunds, with a dev token of
         # its own (in its environment, never printed with the callers' tokens).
         self.agent_tokens: dict[str, str] = {}
         if options.auth == "dev" and options.examples:
             self.agent_tokens = {os.environ.get("NYLORUN_REFUNDS_TOKEN") or f"agent-{secrets.token_urlsafe(18)}": "agent:refunds"}
-        # Issue 15: subjects are keyed with the Runtime's key; one per run (or the caller's), shared by every function.
+        # Subjects are keyed with the Runtime's key (docs/security.md); one per run (or the caller's), shared by
+        # every function.
         self.runtime_key = os.environ.get("NYLORUN_RUNTIME_KEY") or secrets.token_urlsafe(32)
         self.aws = LocalAws()
         self.stack: LocalStack | None = None
@@ -146,12 +149,13 @@ class LocalRuntime:
             "NYLORUN_AUTH": opts.auth,
             "NYLORUN_DEV_TOKENS": ",".join(f"{t}={s}" for t, s in {**opts.dev_tokens, **self.agent_tokens}.items()),
             **({"NYLORUN_REFUNDS_TOKEN": next(iter(self.agent_tokens))} if self.agent_tokens else {}),
-            # agent:refunds acts for each of its callers at support (README "Delegation"): a delegating identity.
+            # agent:refunds acts for each of its callers at support
+            # (docs/security.md#delegation-on-behalf-of-each-caller): a delegating identity.
             "NYLORUN_DELEGATING_SUBJECTS": ",".join(self.agent_tokens.values()),
             "NYLORUN_PUSH_SECRET": opts.push_secret or "",
             "NYLORUN_ALLOWED_ORIGINS": ",".join(opts.allowed_origins),
             "NYLORUN_RUNTIME_KEY": self.runtime_key,
-            # Issue 19: delegates' callbacks reach this Runtime at its own address; a turn waiting for one looks
+            # Delegates' callbacks reach this Runtime at its own address; a turn waiting for one looks
             # every few seconds when none comes (deployed: DelegationPollSeconds, 5 minutes by default).
             "NYLORUN_DELEGATION_CALLBACK_URL": self.base_url,
             "NYLORUN_DELEGATION_POLL_SECONDS": os.environ.get("NYLORUN_DELEGATION_POLL_SECONDS", "5"),

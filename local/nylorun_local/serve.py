@@ -111,7 +111,7 @@ def _announce(local: LocalRuntime, args: argparse.Namespace) -> None:
     else:
         _say("  auth: none (every caller is the subject 'anonymous')")
     if local.options.push_secret and runtime.settings.push_signing == "per-subject":
-        # Issue 15: each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
+        # Each caller verifies with its own key, derived from this secret. No receiver needs the secret, and
         # whoever holds it can sign for any subject: it is not shown (it is the one given, or generated for this run).
         _say("  push: signed with each caller's own key (the Runtime's push secret is not shown)")
         names = runtime.registry.names()
@@ -191,8 +191,8 @@ def add_serve_command(commands: Any) -> None:
         "--connections",
         metavar="FILE",
         default=None,
-        help="a JSON list of OAuth 2.0 connection providers (README \"Connections\"); with the examples, the example "
-        "payments provider runs on loopback",
+        help="a JSON list of OAuth 2.0 connection providers (see docs/writing/connections.md, Providers); with the "
+        "examples, the example payments provider runs on loopback",
     )
     serve.add_argument("--push-secret", default=None, help="whsec_… (default: $NYLORUN_PUSH_SECRET, else generated)")
     serve.add_argument("--no-push", action="store_true", help="serve without push notifications (no push secret)")

@@ -1,4 +1,4 @@
-"""moto's server answers one request at a time, its callers taking turns (issue 15's fair-push figure).
+"""moto's server answers one request at a time, its callers taking turns (the fair-push figure: bench/README.md).
 
 On AWS, one caller's calls do not queue another's: each service has capacity far beyond one stack's. Locally, every
 service is moto, in one interpreter: while one task's 1,000 push deliveries call it from every push environment,

@@ -1,5 +1,5 @@
-"""A person's browser connecting an account (README "Connections"): httpx with cookies, following the Runtime's
-confirmation page, the example provider's consent page and its redirect back, as a browser does."""
+"""A person's browser connecting an account (docs/writing/connections.md): httpx with cookies, following the
+Runtime's confirmation page, the example provider's consent page and its redirect back, as a browser does."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""An Agent for `nylorun serve` tests and the README's operator walk-through, loaded through NYLORUN_AGENTS: its
-payment dies mid-way the first time it runs for a task (the process "dies" after the charge went out and before
-its result was journaled), so the turn's outcome is lost and the task waits for an operator (issue 16)."""
+"""An Agent for `nylorun serve` tests and docs/operate.md's operator walk-through (Try it locally), loaded
+through NYLORUN_AGENTS: its payment dies mid-way the first time it runs for a task (the process "dies" after
+the charge went out and before its result was journaled), so the turn's outcome is lost and the task waits for
+an operator (docs/operate.md#lost-outcomes)."""
 
 from __future__ import annotations
 

@@ -326,7 +326,7 @@ def test_support_conversation_with_a_typed_approval(peer: Peer, local_runtime: L
     # When the client, with interactions/progress/telemetry activated (A2A-Extensions), asks for a refund,
     # names the order, confirms the connection (interactions/v1), says "yes" in text, then approves
     # through interactions/v1
-    # (the person connects payments in a browser meanwhile: README "Connections")
+    # (the person connects payments in a browser meanwhile: docs/writing/connections.md)
     disconnect(local_runtime.base_url, ALICE)
     browser = threading.Thread(target=connect_when_asked, args=(local_runtime,), daemon=True)
     browser.start()

@@ -1,5 +1,5 @@
-"""Issue 16 end to end: an operator resolves a lost outcome with `nylorun admin --local PORT` against the local
-Runtime (moto; the turn state machine really executes), while a caller watches over A2A.
+"""Lost outcomes end to end (docs/operate.md): an operator resolves a lost outcome with `nylorun admin --local PORT`
+against the local Runtime (moto; the turn state machine really executes), while a caller watches over A2A.
 
 The Agent (`crash_agent.billing`) charges a card; its first charge of each task dies mid-way (after the charge went
 out, before its result was journaled), Step Functions retries the run, and the retry reports the outcome lost:

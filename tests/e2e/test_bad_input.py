@@ -528,7 +528,8 @@ PRIVATE_OR_PLAIN_URLS = [
 def test_push_config_to_a_private_or_plain_http_url_is_refused(
     echo_url: str, table_items: TableScan, alice_task: dict[str, Any], url: str
 ) -> None:
-    # Given: alice's own task, and a push URL the Runtime must not call (docs/protocol.md §8.2; README "Push notifications")
+    # Given: alice's own task, and a push URL the Runtime must not call (docs/protocol.md §8.2;
+    # docs/calling/push.md#where-deliveries-may-go)
     before = settled(table_items)
     # When
     response = post(

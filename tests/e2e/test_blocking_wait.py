@@ -8,11 +8,13 @@ Statically: the template's numbers fit together (wait < api function Timeout, wa
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,9 +149,13 @@ def real_template() -> dict[str, Any]:
 def test_the_template_caps_the_wait_below_the_http_api_limit_and_the_api_timeout() -> None:
     tpl = real_template()
     assert wait_problems(tpl) == []
-    # The numbers this page and the README state
-    assert tpl["Parameters"]["A2aWaitMs"]["MaxValue"] == 27000
-    assert tpl["Resources"]["ApiFunction"]["Properties"]["Timeout"] == 30
+    # The numbers docs/deploy.md#blocking-wait-capped-at-27-s states are the template's
+    page = (Path(__file__).parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+    cap = re.search(r"it cannot exceed ([\d,]+)", page)
+    timeout = re.search(r"the api function's `Timeout` is (\d+) s", page)
+    assert cap and timeout, "docs/deploy.md no longer states the wait's cap and the api function's Timeout"
+    assert tpl["Parameters"]["A2aWaitMs"]["MaxValue"] == int(cap.group(1).replace(",", "")) == 27000
+    assert tpl["Resources"]["ApiFunction"]["Properties"]["Timeout"] == int(timeout.group(1)) == 30
 
 
 @pytest.mark.parametrize(

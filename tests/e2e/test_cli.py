@@ -33,7 +33,8 @@ def nylorun(
     *args: str, stdin: str = "", token: str | None = ALICE, connect_when_asked: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """`python -m nylorun_client.command ARGS` with NYLORUN_TOKEN set, stdin fed, and output captured (as from a pipe).
-    `connect_when_asked`: when it prints a connection's link, a browser opens it and consents (README "Connections")."""
+    `connect_when_asked`: when it prints a connection's link, a browser opens it and consents
+    (docs/writing/connections.md)."""
     env = {k: v for k, v in os.environ.items() if k not in ("NYLORUN_TOKEN", "COLUMNS")}
     env["PYTHONIOENCODING"] = "utf-8"
     if token is not None:

@@ -97,7 +97,7 @@ def default_port_runtime(local_runtime: LocalRuntime) -> Iterator[None]:
 
 
 def test_admin_local_without_a_port_runs_the_command(default_port_runtime: None) -> None:
-    # When the operator runs `nylorun admin --local dlq`, as the README shows
+    # When the operator runs `nylorun admin --local dlq`, as docs/operate.md#list-them shows
     result = nylorun("admin", "--local", "dlq", token=None)
     # Then the command runs on the default port's Runtime and lists the dead-letter queues
     assert result.returncode == 0, result.stderr

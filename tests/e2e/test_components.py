@@ -1,4 +1,4 @@
-"""Typed components end to end (issue 17, docs/components.md): over real HTTP against the local Runtime, with the
+"""Typed components end to end (docs/components.md): over real HTTP against the local Runtime, with the
 a2a-sdk 1.3.0 client (no extension activated: the core tier) and with the `nylorun` command.
 
 Each core kind goes out in a reply and comes back through SendMessage and GetTask as a DataPart of the component

@@ -1,6 +1,6 @@
-"""Connections end to end (README "Connections"): the support walk with a real consent on the example OAuth
-provider, followed over HTTP as a browser does; the stored connection reused; other subjects kept out; forged,
-replayed and cross-subject completions refused; tokens nowhere in plaintext; refresh; revoke."""
+"""Connections end to end (docs/writing/connections.md): the support walk with a real consent on the example
+OAuth provider, followed over HTTP as a browser does; the stored connection reused; other subjects kept out;
+forged, replayed and cross-subject completions refused; tokens nowhere in plaintext; refresh; revoke."""
 
 from __future__ import annotations
 

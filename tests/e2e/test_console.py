@@ -96,8 +96,8 @@ def expect_state(page: Any, state: str) -> None:
 
 
 def consent_in_a_new_tab(page: Any, prompt: str, for_whom: str = "alice") -> None:
-    """README "Connections": click Connect, and in the tab it opens confirm the Runtime's page (naming whom it is
-    for), Allow on the example provider's consent page, and read "Connected"; the tab is closed."""
+    """docs/writing/connections.md: click Connect, and in the tab it opens confirm the Runtime's page (naming
+    whom it is for), Allow on the example provider's consent page, and read "Connected"; the tab is closed."""
     from playwright.sync_api import expect
 
     connection = page.locator("form.interaction.connection")

@@ -1,4 +1,4 @@
-"""Dead letters (issue 16): `nylorun admin dlq` lists the context and push queues' dead letters with their tasks,
+"""Dead letters (docs/operate.md): `nylorun admin dlq` lists the context and push queues' dead letters with their tasks,
 `nylorun admin redrive` moves them back, and the queued turn then runs, the push delivery is then delivered. Both
 through the CLI (`nylorun admin --local PORT`, in-process), against the local Runtime's real queues."""
 

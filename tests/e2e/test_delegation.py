@@ -1,5 +1,5 @@
-"""Issue 19, durable delegation, end to end on the local Runtime: the a2a-sdk client calls the example `refunds`,
-which hands the refund to `support` on the same Runtime with `turn.delegate(...)`.
+"""Durable delegation (docs/writing/delegation.md), end to end on the local Runtime: the a2a-sdk client calls the
+example `refunds`, which hands the refund to `support` on the same Runtime with `turn.delegate(...)`.
 
 * the caller sees one task, which asks for support's payments connection and its approval as its own
   interactions; approved, it completes, and support refunded once;
@@ -82,7 +82,7 @@ def as_refunds(local_runtime: LocalRuntime, task_id: str, sent: dict[str, Any]) 
 @pytest.fixture(autouse=True)
 def refunds_not_connected(local_runtime: LocalRuntime) -> None:
     """refunds calls support on behalf of each caller, whose payments connection there outlives each task: each
-    test starts without it (README "Connections")."""
+    test starts without it (docs/writing/connections.md)."""
     disconnect(local_runtime.base_url, next(iter(local_runtime.agent_tokens)), on_behalf_of="alice")
 
 
@@ -121,7 +121,7 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
                 await caller.send("yes, go ahead", task_id=task["id"], return_immediately=True)
                 still = await caller.get(task["id"])
                 assert state(still) == "TASK_STATE_AUTH_REQUIRED" and status_ext(still, INTERACTIONS) == asked
-                # README "Connections": the person connects in a browser; the page names support's caller
+                # docs/writing/connections.md: the person connects in a browser; the page names support's caller
                 await asyncio.to_thread(connect, asked["detail"]["authorizationUrl"])
                 view = await caller.wait_for(
                     task["id"],
@@ -161,7 +161,8 @@ def test_the_caller_sees_one_task_that_asks_for_the_delegates_connection_and_app
         poll(lambda: [r for r in receiver.requests if "COMPLETED" in json.dumps(r["body"])], bool, timeout=20)
         listed = rpc(url, "ListTasks", {"contextId": final["contextId"], "historyLength": 100}, headers=auth(ALICE, **{"A2A-Extensions": ",".join(PROFILE)}))
         everything = json.dumps([seen, final, listed, [r["body"] for r in pushed]])
-        # README "Connections": the one thing of support the caller is given is where to consent, support's own page
+        # docs/writing/connections.md: the one thing of support the caller is given is where to consent,
+        # support's own page
         consent_page = status_ext(seen[0], INTERACTIONS)["detail"]["authorizationUrl"]
         assert consent_page.startswith(f"{local_runtime.base_url}/v1/a2a/connections/start?"), consent_page
         everything = everything.replace(json.dumps(consent_page)[1:-1], "<the consent page>")

@@ -118,7 +118,7 @@ def drive_support(observer: Observer) -> list[str]:
     # A text reply to the connection is recorded and connects nothing (Profile v2: text never approves)
     task = observer.send("connection", answer(task["id"], "connected"))
     assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
-    # README "Connections": connected in a browser; the turn resumes by itself to the approval
+    # docs/writing/connections.md: connected in a browser; the turn resumes by itself to the approval
     asked = observer.interaction(task["id"])
     connect(observer.peek(task["id"])["status"]["message"]["metadata"][INTERACTIONS]["detail"]["authorizationUrl"])
     poll(lambda: observer.peek(task["id"]), lambda t: t["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
@@ -227,7 +227,7 @@ def test_only_activated_extension_data_reaches_a_caller(
             assert uri in observer.seen[where]["result"]["task"]["status"]["message"]["extensions"]
 
 
-# Issue 18: a model-backed Agent's tool loop (nylorun.models) stays in its journal. The `assistant` example on the
+# A model-backed Agent's tool loop (nylorun.models) stays in its journal. The `assistant` example on the
 # scripted stand-in (NYLORUN_MODEL=scripted, read at each turn): what a caller may read is the model's words and the
 # approval prompt its author wrote; never a tool's name, its arguments' JSON, its result, or a Converse block.
 TOOL_LOOP = ("find_order", "refund_order", "toolUse", "toolResult", "toolUseId", "order_id", "idempotency",

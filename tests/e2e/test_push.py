@@ -288,5 +288,5 @@ def test_a_config_on_an_ended_task_is_accepted_sends_nothing_and_expires(
     task_item = local_runtime.aws.client("dynamodb").get_item(
         TableName=local_runtime.stack.table_name, Key={"PK": {"S": f"TASK#{task['id']}"}, "SK": {"S": "TASK"}}
     )["Item"]
-    assert item["expiresAt"] == task_item["expiresAt"]  # ADR 0051: it expires with its task
+    assert item["expiresAt"] == task_item["expiresAt"]  # it expires with its task (decision 0020)
     assert receiver.wait(1, timeout=2) == []

@@ -44,7 +44,7 @@ def refund(
         asked.add(interaction)
         approved = answers.pop(0)
         asking = view["status"]["message"]["metadata"][INTERACTIONS]
-        if asking["kind"] == "connection" and approved:  # README "Connections": connected in a browser
+        if asking["kind"] == "connection" and approved:  # docs/writing/connections.md: connected in a browser
             connect(asking["detail"]["authorizationUrl"])
             view = next_view()
             continue

@@ -1,6 +1,7 @@
-"""Retention (README "Data retention"), end to end on `nylorun serve` with the retention shrunk to seconds: a task
-that ended expires with everything of it (history, journal, push config, dedupe records, file versions), while an
-open task and a task that ended later stay, and the later task's versions of the same output path stay too."""
+"""Retention (docs/operate.md#data-retention), end to end on `nylorun serve` with the retention shrunk to
+seconds: a task that ended expires with everything of it (history, journal, push config, dedupe records, file
+versions), while an open task and a task that ended later stay, and the later task's versions of the same
+output path stay too."""
 
 from __future__ import annotations
 

@@ -179,7 +179,8 @@ def test_client_resolves_the_card_profile_v2_declares(tck_url: str) -> None:
         # Then the card is the tck Agent's, with exactly one JSON-RPC 1.0 interface at the Agent URL
         assert card.name == "tck"
         assert [(i.protocol_binding, i.protocol_version, i.url) for i in card.supported_interfaces] == [
-            ("JSONRPC", "1.0", tck_url + "/")  # the Agent URL ends with "/" (README, Decisions)
+            # the Agent URL ends with "/" (docs/decisions/0012-agent-urls-trailing-slash.md)
+            ("JSONRPC", "1.0", tck_url + "/")
         ]
         # And streaming is declared false (sent, not just omitted), push notifications true
         capabilities = card.capabilities

@@ -63,7 +63,7 @@ def test_wait_ms_bounds_a_blocking_send(served: str) -> None:
 
 def test_serve_does_not_show_the_push_secret(tmp_path: Path) -> None:
     # Given a Runtime whose deliveries are signed with each caller's own key (the default), from a push secret given
-    # on the command line (issue 15: whoever holds it can sign any subject's deliveries)
+    # on the command line (whoever holds it can sign any subject's deliveries)
     secret = "whsec_" + "c2VjcmV0LWZvci10aGUtc2VydmUtdGVzdC0xMjM0NTY="
     out = tmp_path / "serve.out"
     with out.open("w") as said, nylorun_serve(["--push-secret", secret], "echo/.well-known/agent-card.json",

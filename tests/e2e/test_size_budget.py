@@ -1,4 +1,4 @@
-"""Size budget end to end (README "Limits"): what one task may accumulate, and how large an answer may get.
+"""Size budget end to end (docs/limits.md): what one task may accumulate, and how large an answer may get.
 
 Lambda answers at most 6 MB (a 5xx on AWS past it) and a DynamoDB item holds at most 400 KB; these tests
 drive the local Runtime (moto enforces the item limit) with 250 KB messages and assert what a caller sees.

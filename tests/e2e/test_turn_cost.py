@@ -1,7 +1,8 @@
 """What one plain turn costs on AWS, measured on the local stack: every AWS call the Runtime's code makes for one
 blocking echo SendMessage, end to end (api, turn, publish, push), with DynamoDB capacity units computed from the
-items' real sizes, plus Lambda invocations and Step Functions state transitions. The README's cost table
-("Deploy") is these numbers times list prices; `pytest tests/e2e/test_turn_cost.py -s` prints them.
+items' real sizes, plus Lambda invocations and Step Functions state transitions. The cost table of
+docs/performance.md#cost-per-1-million-plain-turns is these numbers times list prices; `pytest
+tests/e2e/test_turn_cost.py -s` prints them.
 
 How it counts: a botocore before-call/after-call hook on every client of the api runtime and of each function
 module's runtime (including clients made later, through `Runtime.client`); Lambda invocations through the local
@@ -217,7 +218,7 @@ def settle(meter: Meter, quiet: float = 2.0, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-# ---------------------------------------------------------------- list prices, us-east-1 (see README, "Deploy")
+# ---------------------------------------------------------------- list prices, us-east-1 (docs/performance.md)
 LAMBDA_GB_S = 0.0000133334  # arm64, per GB-second
 LAMBDA_REQUEST = 0.20 / 1e6
 SFN_TRANSITION = 0.025 / 1000  # Standard workflows
@@ -297,7 +298,7 @@ def test_one_plain_echo_turn_end_to_end(
     assert counter.errors == []
     # Sanity: the turn's writes and reads were seen, one status event at least was published
     assert counter.events_put >= 2
-    # And a task without push configs costs the push queue and the push function nothing (issue 15: its events are
+    # And a task without push configs costs the push queue and the push function nothing (its events are
     # not queued for push), nor the publish function a read: each status change's image counts the task's configs
     assert push_messages == 0 and not counter.sqs_sent, (push_messages, counter.sqs_sent)
     assert counter.calls[("publish", "dynamodb:Query")] == 0

@@ -283,8 +283,9 @@ def test_two_racing_answers_exactly_one_wins(local_runtime: LocalRuntime, agents
     assert len(answered) == 1, results
     # And the other did not: -32602 when the api read it while the approval was still open; or, when it read it
     # only after the winner's answer was written (two busy cores can order them so), a new turn in the context
-    # (README "Busy contexts": a message with the taskId of a working task is a new turn in that context); or, read
-    # after the winner's turn had already ended, -32004 (a task in a terminal state takes no more messages)
+    # (docs/calling/busy-contexts.md: a message with the taskId of a working task is a new turn in that
+    # context); or, read after the winner's turn had already ended, -32004 (a task in a terminal state takes
+    # no more messages)
     (other,) = [r for r in results if r is not answered[0]]
     if "error" in other and other["error"]["code"] == -32004:
         ended = rpc(local_runtime.agent_url("t-approve"), "GetTask", {"id": task["id"]},
@@ -313,7 +314,7 @@ def test_support_question_connection_approval_walkthrough(local_runtime: LocalRu
             assert state(task) == "TASK_STATE_AUTH_REQUIRED"
             connection = status_ext(task, INTERACTIONS)
             assert connection["kind"] == "connection" and connection["detail"]["connection"] == "payments"
-            # Connected in a browser (README "Connections") → the turn resumes by itself to the approval
+            # Connected in a browser (docs/writing/connections.md) → the turn resumes by itself to the approval
             await asyncio.to_thread(connect, connection["detail"]["authorizationUrl"])
             task = await alice.wait_for(task["id"], lambda t: (status_ext(t, INTERACTIONS) or {}).get("kind") == "approval")
             approval = status_ext(task, INTERACTIONS)

@@ -93,6 +93,9 @@ def test_the_tutorial_as_written(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NYLORUN_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["PYTHONUNBUFFERED"] = "1"  # the banner arrives as it is printed, as on a terminal
+    # The page shows lines whole, as the CLI prints them to a pipe; a COLUMNS inherited from the shell that started
+    # pytest would make it wrap at that width instead (the telemetry line's trace id moved to a line of its own)
+    env.pop("COLUMNS", None)
     shell = Shell(tmp_path, env)
     found = FENCE.findall(page)
     titled = [TITLE.search(attrs).group(1) for _, attrs, _ in found if TITLE.search(attrs)]  # type: ignore[union-attr]

@@ -2,7 +2,7 @@
 delivery's Standard Webhooks signature with the `standardwebhooks` package and records it.
 
 It verifies with the caller's own keys, as a receiver gets them: `own_secrets` asks the Runtime's
-`GET /v1/a2a/push-signing-secrets` with the caller's token (issue 15: per-subject signing keys)."""
+`GET /v1/a2a/push-signing-secrets` with the caller's token (per-subject signing keys: docs/calling/push.md)."""
 
 from __future__ import annotations
 

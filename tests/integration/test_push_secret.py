@@ -1,5 +1,5 @@
-"""The push secret is read through Powertools Parameters with a max age (issue 14): a rotated value in Secrets
-Manager signs a warm push function's deliveries once the cached value is older than
+"""The push secret is read through Powertools Parameters with a max age (docs/deploy.md, "Rotate the push secret"):
+a rotated value in Secrets Manager signs a warm push function's deliveries once the cached value is older than
 `NYLORUN_PUSH_SECRET_MAX_AGE_SECONDS`, and not before (one GetSecretValue per max age, not one per delivery).
 
 The secrets come from the wiring (`Runtime.push_secrets`, as the push function builds them) against Secrets
@@ -45,7 +45,7 @@ def whsec() -> str:
 
 
 def verifies(post: tuple[bytes, dict[str, str]], secret: str) -> bool:
-    """What alice's receiver, holding her key derived from this Runtime secret (issue 15), concludes about one
+    """What alice's receiver, holding her key derived from this Runtime secret, concludes about one
     of her deliveries."""
     try:
         Webhook(subject_secret(secret, "alice")).verify(post[0], post[1])
@@ -59,7 +59,8 @@ def as_wired(source: SigningSecrets) -> SigningSecrets:
 
 
 def read_once(source: SigningSecrets) -> SigningSecrets:
-    """The push function before issue 14: the value read when the service was made, kept for the container's life."""
+    """The push function without a max age: the value read when the service was made, kept for the container's
+    life."""
     value = source()
     return lambda: value
 
@@ -156,7 +157,7 @@ def test_the_keys_a_caller_is_handed_follow_the_rotation(local_runtime: LocalRun
     keys = Runtime(settings=settings, registry=base.registry).signing_keys
     assert keys is not None
     assert keys.for_subject("alice") == [subject_secret(OLD, "alice")]
-    # When the secret holds the new and the old value (README "The push secret", step 1)
+    # When the secret holds the new and the old value (docs/deploy.md#rotate-the-push-secret, its first step)
     client.put_secret_value(SecretId=arn, SecretString=f"{NEW} {OLD}")
     time.sleep(1.2)
     # Then alice is handed both of her keys, the new one first; then, with the new value alone, only the new key

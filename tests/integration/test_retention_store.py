@@ -1,5 +1,5 @@
-"""Retention in both stores (README "Data retention"): only the status that ends a task sets its expiry; an expired
-task is gone for readers before TTL deletes it; its remains go only once it has expired."""
+"""Retention in both stores (docs/operate.md#data-retention): only the status that ends a task sets its
+expiry; an expired task is gone for readers before TTL deletes it; its remains go only once it has expired."""
 
 from __future__ import annotations
 

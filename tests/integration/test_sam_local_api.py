@@ -1,8 +1,9 @@
-"""The api function as `sam local` runs it (README "Test with sam local"), in-process: functions/api/app.py imported
-with events/env.json's ApiFunction variables (the dev mode, its tokens, the Agents) beside what sam local sets
-(AWS_SAM_LOCAL=true, AWS_LAMBDA_FUNCTION_NAME), the local stack's moto resources standing in for the dev
-stack's (env.json's `stack:` placeholders). `sam local invoke` hands it the sample events as they are;
-`sam local start-api` runs no JWT authorizer, so its events carry no claims, only the caller's headers.
+"""The api function as `sam local` runs it (docs/deploy.md#test-with-sam-local), in-process:
+functions/api/app.py imported with events/env.json's ApiFunction variables (the dev mode, its tokens, the
+Agents) beside what sam local sets (AWS_SAM_LOCAL=true, AWS_LAMBDA_FUNCTION_NAME), the local stack's moto
+resources standing in for the dev stack's (env.json's `stack:` placeholders). `sam local invoke` hands it the
+sample events as they are; `sam local start-api` runs no JWT authorizer, so its events carry no claims, only
+the caller's headers.
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def test_a_tampered_page_token_is_invalid(store: TaskStore, owner: Owner) -> Non
     # Sealed with the Runtime's own key: the checks behind the MAC still refuse what the Runtime never issues.
     encode = codec.seal
 
-    def unsealed(value: object) -> str:  # a token as a caller could make one (issue 15: main's were just this)
+    def unsealed(value: object) -> str:  # a token as a caller could make one (unsealed tokens were just this)
         return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
     tampered = {
@@ -606,7 +606,7 @@ def test_expiring_a_step_s_configs_when_one_was_deleted_meanwhile_expires_the_re
     assert store.get_push_config(record.task_id, "b") is None
 
 
-# ---------------------------------------------------------------- quotas (issue 15; nylorun.domain.quotas)
+# ---------------------------------------------------------------- quotas (nylorun.domain.quotas)
 QUOTAS = Quotas(turns_per_context=2, turns_per_subject=3, push_configs_per_task=2, push_configs_per_subject=3)
 
 
@@ -737,7 +737,7 @@ def test_racing_callers_never_pass_a_quota(quota_store: TaskStore, owner: Owner,
         assert len(store.list_push_configs(target.task_id)) == QUOTAS.push_configs_per_task
 
 
-# ---------------------------------------------------------------- operators (issue 16)
+# ---------------------------------------------------------------- operators (docs/operate.md)
 def lost_effect(store: TaskStore, owner: Owner) -> tuple[TaskRecord, Uncertainty]:
     """A working task whose effect at journal #1 started and never finished, marked uncertain (as the runner does)."""
     record = working(store, owner)

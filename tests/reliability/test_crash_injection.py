@@ -141,7 +141,7 @@ def send(url: str, message: dict[str, Any]) -> dict[str, Any]:
 
 def execution_settled(local_runtime: LocalRuntime, task_id: str) -> str:
     """The turn's execution once it settled: its final status, or "WaitForOperator" while a lost outcome waits
-    for an operator until the uncertainty deadline (issue 16; 24 h here)."""
+    for an operator until the uncertainty deadline (24 h here)."""
     assert local_runtime.stack is not None
     arn = local_runtime.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{task_id}"
     sfn = local_runtime.aws.client("stepfunctions")
@@ -236,7 +236,7 @@ def test_a_crash_at_an_effect_boundary_never_repeats_the_effect_nor_loses_the_ta
     assert seen.fired, "the crash was injected"
     assert seen.first is not None and seen.final is not None
     lost = boundary in OUTCOME_LOST
-    # When the turn's execution has ended, or waits for an operator when the outcome was lost (issue 16)
+    # When the turn's execution has ended, or waits for an operator when the outcome was lost
     assert seen.execution == ("WaitForOperator" if lost else "SUCCEEDED"), seen.execution
     task = seen.final
     # Then, whatever the boundary, no effect ran more than once

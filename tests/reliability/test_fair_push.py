@@ -1,4 +1,4 @@
-"""Issue 15, fair and bounded delivery: the attacks of the issue, each refused or bounded.
+"""Fair and bounded delivery: each attack on it, refused or bounded (docs/architecture.md, "Fair push delivery").
 
 * "One caller can stall push for everyone": one task's fan-out that cannot finish no longer holds up another
   subject's deliveries (each task fans out in its own message group); one caller's flood of events holds up no
@@ -9,7 +9,7 @@
   fetched up to a total size only.
 
 Numbers are small (1-4 s deadlines) so the suite stays fast; the only time assertions are upper bounds
-("ended before the deadline plus slack"). Each test fails on the code before issue 15 (noted per test).
+("ended before the deadline plus slack"). Each test fails on the code before fair delivery (noted per test).
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def test_a_peer_dripping_one_byte_at_a_time_is_cut_at_the_overall_deadline(metho
             sender.post(peer.url, b"{}", {"Content-Type": "application/json"})
         else:
             sender.get(peer.url, 1024)
-    # Then the request ends at its deadline, not when the peer stops dripping (~13 s: before issue 15 it
-    # returned 200 then)
+    # Then the request ends at its deadline, not when the peer stops dripping (~13 s: before the overall deadline
+    # it returned 200 then)
     assert time.monotonic() - started < 1 + SLACK
 
 
@@ -317,7 +317,7 @@ def test_a_fan_out_that_cannot_finish_holds_up_only_its_own_task(
         params = {"message": user_message("bob"), "configuration": {"taskPushNotificationConfig": bob}}
         bob_task = rpc(url, "SendMessage", params, token=BOB)["result"]["task"]
 
-        # Then bob's receiver gets its updates while alice's fan-out still fails (before issue 15 both events
+        # Then bob's receiver gets its updates while alice's fan-out still fails (before fair delivery both events
         # shared one message group: bob's waited behind alice's for the queue's visibility timeout, 360 s)
         got = bob_hook.wait(2, timeout=20)
         assert [r["body"]["statusUpdate"]["taskId"] for r in got[:2]] == [bob_task["id"]] * 2
@@ -358,7 +358,7 @@ def test_a_message_with_3000_url_parts_is_refused_and_nothing_is_written(local_r
     before = rpc(local_runtime.agent_url("echo"), "ListTasks", {}, token=BOB)["result"]["totalSize"]
     # When it is sent
     answer = rpc(local_runtime.agent_url("echo"), "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}, token=BOB)
-    # Then it is refused, naming the limit (before issue 15 a task was made, to fetch all 3,000)
+    # Then it is refused, naming the limit (before the limit a task was made, to fetch all 3,000)
     assert answer.get("error", {}).get("code") == -32602, answer
     assert "url file parts" in answer["error"]["message"] and str(local_runtime.runtime.settings.max_url_parts) in answer["error"]["message"]
     # And no task was made
@@ -401,7 +401,7 @@ def test_the_url_files_of_one_message_are_fetched_up_to_their_total_only() -> No
     with pytest.raises(FileFetchFailed) as failed:
         service.handles(message, fetch)
     # Then the third file is fetched with only the 5 bytes left, is refused naming the total, and the rest are
-    # never fetched (before issue 15 all five were fetched and kept)
+    # never fetched (before the total limit all five were fetched and kept)
     assert [limit for _, limit in files.fetched] == [10, 10, 5]
     assert "25 bytes in all" in failed.value.reason
     assert len(files.kept) == 2

@@ -1,9 +1,9 @@
-"""Forged events on the push queue (issue 15): anyone allowed `sqs:SendMessage` on the push queue (before, anyone
-allowed `events:PutEvents` on the bus, which fed it) could put an event there, and the push function used to sign
-its payload as it came. It now signs what the table says: a status only if the task held it, an artifact only as the
-table holds it. The attacker here puts events on the local Runtime's push queue directly, in the task's message
-group (the same SendMessage the publish function makes), for a real task with a real push config; the receiver is
-the end-to-end suite's webhook server, which verifies every signature.
+"""Forged events on the push queue (docs/security.md): anyone allowed `sqs:SendMessage` on the push queue (before,
+anyone allowed `events:PutEvents` on the bus, which fed it) could put an event there, and the push function used to
+sign its payload as it came. It now signs what the table says: a status only if the task held it, an artifact only
+as the table holds it. The attacker here puts events on the local Runtime's push queue directly, in the task's
+message group (the same SendMessage the publish function makes), for a real task with a real push config; the
+receiver is the end-to-end suite's webhook server, which verifies every signature.
 """
 
 from __future__ import annotations

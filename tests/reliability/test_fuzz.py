@@ -211,7 +211,7 @@ def _strict(text: str) -> Any:
 def expected_id(body: bytes) -> tuple[bool, Any]:
     """(known, id): the id a JSON-RPC answer must carry, when the request's id can be read at all."""
     if len(body) > MAX_REQUEST_BYTES:
-        return True, None  # refused from its length, never parsed (README "Limits"): the id is never read
+        return True, None  # refused from its length, never parsed (docs/limits.md): the id is never read
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):

@@ -176,7 +176,8 @@ def test_a_retry_after_that_is_not_ascii_digits_or_a_date_gets_the_normal_backof
         # When a delivery meets it
         result = local_runtime.runtime.push.deliver(delivery, 1)
         # Then the delivery is retried on its own backoff: the header neither breaks the push function nor sets the
-        # wait (on main before issue 15 each raised: str.isdigit() says yes, int() says no)
+        # wait (before Retry-After was read strictly each raised: str.isdigit() says yes, int() says no;
+        # docs/decisions/0017-retry-after-strict.md)
         settings = local_runtime.runtime.settings
         assert result.outcome is Outcome.RETRY, result
         assert 1 <= result.delay_seconds <= max(1, settings.push_retry_base_seconds), result

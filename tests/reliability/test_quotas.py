@@ -1,4 +1,4 @@
-"""Issue 15, "No quotas anywhere": each attack, as a caller makes it, against the local Runtime's api.
+"""Per-subject quotas (docs/security.md, "Quotas"): each attack, as a caller makes it, against the local Runtime's api.
 
 Each attack runs twice: against an api whose quotas are unlimited (`before`: what the Runtime did before it had
 quotas; the attack goes through) and against one with the default quotas (`after`: refused). A refusal is the
@@ -218,7 +218,7 @@ def test_unlimited_push_configs_on_one_task(
     created = [a for a in answers if "result" in a]
     listed = client.call(ASKS, "ListTaskPushNotificationConfigs", {"taskId": task["id"], "pageSize": 100})
     if quotas is UNLIMITED:
-        # Then before quotas, all 50 were kept (each one more delivery per event: issue 15's push stall)
+        # Then before quotas, all 50 were kept (each one more delivery per event: a push stall)
         assert len(created) == 50 and len(listed["result"]["configs"]) == 50
         return
     # Then with quotas, the task keeps its 10 and the rest are refused, writing nothing

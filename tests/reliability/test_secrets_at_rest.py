@@ -1,4 +1,4 @@
-"""Secrets at rest (issue 15): a push config's credentials and token, and the Step Functions callback token of a
+"""Secrets at rest (docs/security.md): a push config's credentials and token, and the Step Functions callback token of a
 turn waiting for a person, are stored sealed with the stack's KMS key (template.yaml StackKey). Read here the way
 anyone with table or stream read access would: every item of the table, and every record of its change stream
 (NEW_AND_OLD_IMAGES carries every attribute). None holds them in the clear; the Runtime still uses them (the

@@ -1,4 +1,4 @@
-"""Many tenants, one Runtime: one tenant cannot forge or replay another's webhooks (issue 15, items 1 and 5).
+"""Many tenants, one Runtime: one tenant cannot forge or replay another's webhooks (docs/security.md).
 
 The attacks, tried as an adversarial caller would on the local Runtime:
 * bob holds the key he is given and checks it against alice's deliveries;
@@ -8,7 +8,7 @@ The attacks, tried as an adversarial caller would on the local Runtime:
 * the receiver's secret sits on the command line, where every process on the machine can read it.
 
 Each attack is parametrized by signing mode where that decides it: `shared` (the Runtime secret signs every
-delivery, the behaviour before issue 15, kept for single-tenant deployments) is the broken copy, on which the
+delivery, the behaviour before per-subject keys, kept for single-tenant deployments) is the broken copy, on which the
 attack succeeds; `per-subject` refuses it.
 """
 

@@ -5,7 +5,7 @@ Hypothesis builds SendMessage requests to `echo` over real HTTP on the local Run
 metadata of any JSON shape with any keys, on the message, its parts and the request. For each:
 
 * either the answer is -32602 and nothing was written (the request held something the Runtime refuses:
-  text that is not well-formed Unicode, README "Decisions"),
+  text that is not well-formed Unicode, docs/decisions/0003-params-kept-or-refused.md),
 * or it is accepted, and GetTask with historyLength returns the message's parts and metadata (and the
   task's metadata) exactly as the JSON that was sent means them, numbers compared as JSON numbers, and
   echo's reply is the message's text.

@@ -1,5 +1,5 @@
-"""Trust (issue 15, item 5), tried as an adversarial caller would on the local Runtime: each test is an attack that
-worked before the change (the closing note of issue 15 says which failed on main's code) and is refused now.
+"""Trust (docs/security.md), tried as an adversarial caller would on the local Runtime: each test is an attack that
+worked before the change and is refused now.
 
 - A refused request leaves no file that outlives it: the files of a reply refused by a pure check are never stored;
   those of a request refused by the write itself (a busy context) carry the tag the bucket's lifecycle expires.
@@ -246,8 +246,9 @@ def test_a_made_up_push_config_page_token_is_refused(local_runtime: LocalRuntime
     assert len(following["result"]["configs"]) == 1, following
 
 
-# 169.254.169.254 (the instance metadata service) inside each IPv6 form that carries an IPv4 address. On main before
-# issue 15 only the IPv4-mapped form (::ffff:0:0/96) was unwrapped; these four were judged as public IPv6 addresses.
+# 169.254.169.254 (the instance metadata service) inside each IPv6 form that carries an IPv4 address. Before
+# decision 0011 only the IPv4-mapped form (::ffff:0:0/96) was unwrapped; these four were judged as public IPv6
+# addresses (docs/decisions/0011-ssrf-ipv4-in-ipv6.md).
 METADATA_IN_IPV6 = [
     pytest.param("64:ff9b::a9fe:a9fe", id="NAT64 64:ff9b::/96"),
     pytest.param("64:ff9b:1::a9fe:a9fe", id="local-use NAT64 64:ff9b:1::/48"),

@@ -1,5 +1,5 @@
 """The Lambda concurrency template.yaml may take: its reservations, and the api function's peak under the stage's
-throttling, against an account's concurrency quota (README "Deploy", "Sizing concurrency")."""
+throttling, against an account's concurrency quota (docs/deploy.md#sizing-concurrency)."""
 
 from __future__ import annotations
 

@@ -36,15 +36,16 @@ STAR_ONLY_ACTIONS = {
     "cloudwatch:PutMetricData",
 }
 
-# Least privilege by action: each role's every action, and the code that makes the call (README "Least privilege").
-# A role the template grants (a SAM function's generated "<Function>Role", or one written out) may hold these and
-# nothing else; a role not listed here may hold nothing. DynamoDB calls are the adapters' (layers/runtime/nylorun/
-# adapters/dynamodb): get_item → GetItem, query (and its paginator) → Query, put_item → PutItem, update_item →
-# UpdateItem, delete_item → DeleteItem; a TransactWriteItems is authorised item by item as PutItem, UpdateItem and
-# ConditionCheckItem (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
-# S3 (adapters/s3.py): put_object → PutObject; get_object and presigned GETs name a VersionId → GetObject and
-# GetObjectVersion; only the sweep deletes (an expired task's versions: DeleteObjects → DeleteObjectVersion). Nobody
-# changes an ACL or the lifecycle, lists the bucket, scans or batches a table write.
+# Least privilege by action: each role's every action, and the code that makes the call
+# (docs/security.md#least-privilege). A role the template grants (a SAM function's generated "<Function>Role",
+# or one written out) may hold these and nothing else; a role not listed here may hold nothing. DynamoDB calls
+# are the adapters' (layers/runtime/nylorun/ adapters/dynamodb): get_item → GetItem, query (and its paginator)
+# → Query, put_item → PutItem, update_item → UpdateItem, delete_item → DeleteItem; a TransactWriteItems is
+# authorised item by item as PutItem, UpdateItem and ConditionCheckItem
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html). S3
+# (adapters/s3.py): put_object → PutObject; get_object and presigned GETs name a VersionId → GetObject and
+# GetObjectVersion; only the sweep deletes (an expired task's versions: DeleteObjects → DeleteObjectVersion).
+# Nobody changes an ACL or the lifecycle, lists the bucket, scans or batches a table write.
 ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "ApiFunctionRole": frozenset({
         # tasks, contexts, dedupe records (SendMessage), answers (journal), push configs (Set/Get/List/Delete),
@@ -78,7 +79,7 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     }),
     "PublishFunctionRole": frozenset({
         "dynamodb:GetItem",  # whose an artifact is (the task item)
-        "dynamodb:Query",  # does a pushed event's task have a push config (issue 15: queued only then)
+        "dynamodb:Query",  # does a pushed event's task have a push config (queued only then)
         # the bus; the push queue (SQSSendMessagePolicy); the stream's on-failure destination (PublishDLQ:
         # SQSSendMessagePolicy, and the SendMessage SAM adds itself for a DestinationConfig)
         "events:PutEvents", "sqs:SendMessage*", "sqs:SendMessage",
@@ -97,8 +98,8 @@ ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "SweepFunctionRole": frozenset({
         # the PushConfigs index; is the task there; remove a config, and an expired one's counts (its task's and,
         # while the task is open, its subject's: delete_push_config's transaction, UpdateItem); an expired task
-        # (README "Data retention", adapters/dynamodb/retention.py): read its partitions (Query), delete its items;
-        # the Uncertain index (the uncertainty gauge: Query)
+        # (docs/operate.md#data-retention, adapters/dynamodb/retention.py): read its partitions (Query),
+        # delete its items; the Uncertain index (the uncertainty gauge: Query)
         "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "s3:DeleteObjectVersion",  # an expired task's file versions (adapters/s3.py delete_versions: DeleteObjects)
         # the stream's on-failure destination (PublishDLQ: SQSSendMessagePolicy, and the SendMessage SAM adds itself
@@ -181,7 +182,7 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-# Issue 18: the Bedrock model the stack's ModelId parameter names is the one resource outside the stack a role may
+# The Bedrock model the stack's ModelId parameter names is the one resource outside the stack a role may
 # reach: the model in this Region, or through a cross-Region inference profile, the profile here and the model in any
 # Region it routes to (its geography's: the docs' "each Region associated with it",
 # https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html); and the guardrail named by

@@ -7,6 +7,7 @@ transformed_action_problems (each role's actions against ALLOWED_ACTIONS) on the
 
     .venv-sam/bin/python tests/static/sam_iam_check.py [template.yaml]
     .venv-sam/bin/python tests/static/sam_iam_check.py --transformed [template.yaml]   # prints it as JSON
+    .venv-sam/bin/python tests/static/sam_iam_check.py template-snapstart.yaml ApiVersionStamp=1  # parameter values
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class _ManagedPolicies:
         return {short: f"arn:aws:iam::aws:policy/{path}" for short, path in names.items()}
 
 
-def transformed(path: Path) -> dict[str, Any]:
+def transformed(path: Path, parameters: dict[str, str] | None = None) -> dict[str, Any]:
     from samcli.yamlhelper import yaml_parse
     from samtranslator.translator.transform import transform
 
@@ -41,15 +42,17 @@ def transformed(path: Path) -> dict[str, Any]:
             if isinstance(props.get(key), str):
                 props[key] = "s3://placeholder/" + props[key].strip("/")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    return dict(transform(tpl, {}, _ManagedPolicies()))
+    # Values SAM itself must resolve while transforming (the SnapStart variant's AutoPublishCodeSha256 Ref)
+    return dict(transform(tpl, parameters or {}, _ManagedPolicies()))
 
 
 def main() -> int:
     args = sys.argv[1:]
     dump = args[:1] == ["--transformed"]
     rest = args[1:] if dump else args
-    path = Path(rest[0] if rest else "template.yaml")
-    cfn = transformed(path)
+    paths = [a for a in rest if "=" not in a]
+    path = Path(paths[0] if paths else "template.yaml")
+    cfn = transformed(path, dict(a.split("=", 1) for a in rest if "=" in a))
     if dump:  # for the static tests, which run in the project's venv (no SAM translator there)
         print(json.dumps(cfn))
         return 0

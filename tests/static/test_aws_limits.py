@@ -509,7 +509,7 @@ def bucket_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Prob
 def role_problems(name: str, res: dict[str, Any], tpl: dict[str, Any]) -> Problems:
     """IAM: a role name up to 64 characters, at most 10 managed policies (the default quota; 20 on request), inline
     policies up to 10,240 characters together. AgentPolicyArns adds the user's own ARNs to the managed ones: their
-    number is the user's to keep within the quota (README: at most 8)."""
+    number is the user's to keep within the quota (docs/deploy.md#deploy-your-own-agents: at most 8)."""
     props, problems = res.get("Properties", {}), []
     if "RoleName" in props:
         problems += name_problems(f"{name}.RoleName", props["RoleName"], 64, IAM_QUOTAS, tpl)
@@ -602,19 +602,20 @@ def parameter_problems(tpl: dict[str, Any]) -> Problems:
     # A first deploy works in any account: nothing reserved by default, and the api function's peak at the defaults
     # (stage throttling x blocking wait) within a default account (concurrency.py).
     problems += reservation_problems(tpl) + api_load_problems(tpl)
-    # DelegationPollSeconds (issue 19) is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
+    # DelegationPollSeconds is WaitForDelegate's TimeoutSecondsPath: a Task state's timeout is a positive
     # whole number of seconds, at most an execution's year (SFN_QUOTAS).
     poll = params["DelegationPollSeconds"]
     if poll.get("MinValue", 0) < 1 or poll.get("MaxValue", float("inf")) > 365 * 86400:
         problems.append(f"DelegationPollSeconds must stay within 1 s and a year ({SFN_QUOTAS})")
-    # PushSubjectShare (fair delivery workers, README "Push notifications"): the percent of the push function's
-    # delivery time one caller's attempts may hold in any minute; the 1/10 bound by default, and a percent (1-100).
+    # PushSubjectShare (fair delivery workers, docs/architecture.md#fair-push-delivery): the percent of the
+    # push function's delivery time one caller's attempts may hold in any minute; the 1/10 bound by default,
+    # and a percent (1-100).
     share = params["PushSubjectShare"]
     if share["Default"] > 10:
         problems.append(f"PushSubjectShare {share['Default']} % is over the 1/10 bound by default")
     if share.get("MinValue", 0) < 1 or share.get("MaxValue", float("inf")) > 100:
         problems.append("PushSubjectShare must stay within 1 and 100 %")
-    # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds (issue 16): a turn queued behind a waiting one (for a
+    # InteractionTimeoutSeconds, UncertaintyTimeoutSeconds: a turn queued behind a waiting one (for a
     # person, or for an operator) stays in the context queue for the whole wait, looked at every
     # NYLORUN_DISPATCH_RETRY_SECONDS, so the receives and the retention must outlast it; and the waiting turn is one
     # Step Functions execution, at most a year (STANDARD), whose Wait state takes at most 99,999,999 s (SFN_WAIT).

@@ -56,7 +56,7 @@ def dead_letter_queues(tpl: dict[str, Any]) -> set[str]:
     return {q for q in found if q}
 
 
-# Metrics of how long something has waited (issue 16: the oldest task waiting for an operator): their alarms fire
+# Metrics of how long something has waited (the oldest task waiting for an operator): their alarms fire
 # past an age, not on the first one (the count's own alarm does that).
 AGE_METRICS = {"UncertainOldestAgeSeconds"}
 
@@ -78,7 +78,7 @@ def alarm_problems(tpl: dict[str, Any]) -> list[str]:
         for actions in ("AlarmActions", "OKActions"):
             if props.get(actions) != ALARM_ACTIONS:
                 problems.append(f"{name}: {actions} is not the optional AlarmTopicArn")
-    # Issue 16: tasks waiting for an operator, and how long the oldest has waited.
+    # Tasks waiting for an operator, and how long the oldest has waited (docs/operate.md, "Alarms").
     for metric in ("UncertainTasks", "UncertainOldestAgeSeconds"):
         if not any(k[0] == f"Nylorun/{metric}" for k in watched):
             problems.append(f"no alarm on Nylorun {metric}")
@@ -231,7 +231,7 @@ def test_every_dead_letter_queue_and_every_function_has_an_alarm() -> None:
     tpl = real_template()
     assert alarm_problems(tpl) == []
     assert dead_letter_queues(tpl) == {"ContextDLQ", "PushDLQ", "PublishDLQ"}
-    # one per dead-letter queue, one per function, and two on tasks waiting for an operator (issue 16)
+    # one per dead-letter queue, one per function, and two on tasks waiting for an operator
     assert len(of_type(tpl, "AWS::CloudWatch::Alarm")) == 3 + len(of_type(tpl, "AWS::Serverless::Function")) + 2
 
 

@@ -1,4 +1,4 @@
-"""Fail closed, as Lambda sees it (issue 14): the api function imported in a fresh interpreter with the deploy
+"""Fail closed, as Lambda sees it: the api function imported in a fresh interpreter with the deploy
 environment (test_api_cold_imports.deploy_env) but `NYLORUN_AUTH=none` or `dev` does not start. Its init
 raises, so Lambda serves no request with it, and the log has one line saying why and what to set. Under
 `sam local` (AWS_SAM_LOCAL=true) the dev mode starts.

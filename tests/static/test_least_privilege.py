@@ -183,7 +183,7 @@ BROKEN: dict[str, tuple[Any, str]] = {
         lambda t: t["Resources"]["ApiFunction"]["Properties"]["Policies"].append({"Ref": "AgentPolicyArns"}) or t,
         "managed policy {'Ref': 'AgentPolicyArns'} (its grants",  # ApiFunction.Policies[n], n the appended one's
     ),
-    # Issue 18: the model and guardrail the parameters choose, and nothing wider.
+    # The model and guardrail the parameters choose, and nothing wider.
     "any model in the Region": (
         _turn_grant("bedrock:InvokeModel", "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*"),
         "is not one of the stack's own resources",
@@ -263,8 +263,9 @@ def test_the_turn_reaches_only_the_items_a_turn_touches() -> None:
     # Given the turn role's table statement
     keys = _turn_leading_keys(real_template())
     # Then it is scoped by partition key to the task, journal, context and file items and the subject's quota counts
-    # (released by the ending status), and the subject's connections (README "Connections": a turn reads and refreshes
-    # its tokens): no push config (credentials), no message dedupe record, no consent in flight (CSTATE#)
+    # (released by the ending status), and the subject's connections (docs/writing/connections.md: a turn
+    # reads and refreshes its tokens): no push config (credentials), no message dedupe record, no consent in
+    # flight (CSTATE#)
     assert sorted(keys) == ["CONN#*", "CTX#*", "FILE#*", "JRN#*", "SUBJ#*", "TASK#*"]
 
 
@@ -360,8 +361,8 @@ def test_each_function_may_seal_or_open_only_its_own_kind_of_secret() -> None:
         ("TurnFunctionRole", "kms:Encrypt", "task-token"),
         ("TurnFunctionRole", "kms:Encrypt", "delegation"),
         ("PushFunction", "kms:Decrypt", "push-credential"),
-        # README "Connections": the api seals tokens at the callback and opens them to revoke; the turn opens them to
-        # use and seals refreshed ones. The push function never sees one.
+        # docs/writing/connections.md: the api seals tokens at the callback and opens them to revoke; the turn
+        # opens them to use and seals refreshed ones. The push function never sees one.
         ("ApiFunction", "kms:Encrypt", "connection"),
         ("ApiFunction", "kms:Decrypt", "connection"),
         ("TurnFunctionRole", "kms:Encrypt", "connection"),

@@ -1,5 +1,5 @@
 """The quotas as deployed: each template parameter reaches the api function's settings under the name the code
-reads, and the template's defaults are the code's (README "Security" lists one set of defaults)."""
+reads, and the template's defaults are the code's (docs/security.md#quotas lists one set of defaults)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""Retention in the template (README "Data retention"): the sweep's stream mapping takes DynamoDB's TTL removals of
-expired tasks and nothing else, the publish function's only writes, the files bucket's lifecycle never deletes a
-file before its task expires (by the margin the README states), for every RetentionDays a deployment may choose, and
-the keys the table's items need outlive the stack as the table does."""
+"""Retention in the template (docs/operate.md#data-retention): the sweep's stream mapping takes DynamoDB's TTL
+removals of expired tasks and nothing else, the publish function's only writes, the files bucket's lifecycle
+never deletes a file before its task expires (by the margin that page states), for every RetentionDays a
+deployment may choose, and the keys the table's items need outlive the stack as the table does."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,18 @@ from moto.events.models import EventPattern
 from nylorun.settings import Settings
 from nylorun_local import template
 
-MARGIN_DAYS = 30  # README "Data retention": a file outlives its task by this margin
-EVENTS = Path(__file__).parents[2] / "events"
+ROOT = Path(__file__).parents[2]
+EVENTS = ROOT / "events"
 SAMPLE = json.loads((EVENTS / "sweep-ttl-removal.json").read_text())["Records"][0]
 PUBLISHED = json.loads((EVENTS / "publish-dynamodb-stream.json").read_text())["Records"][0]  # a status change
+
+
+def stated_margin_days() -> int:
+    """The margin docs/operate.md#data-retention states: every file version is deleted `RetentionDays` + N days after
+    it was written or replaced."""
+    found = re.findall(r"`RetentionDays` \+ (\d+) days", (ROOT / "docs" / "operate.md").read_text(encoding="utf-8"))
+    assert len(found) == 1, "docs/operate.md states the files' margin once, as `RetentionDays` + N days"
+    return int(found[0])
 
 
 def real_template() -> dict[str, Any]:
@@ -36,7 +45,7 @@ def retention_problems(tpl: dict[str, Any]) -> list[str]:
         problems.append(f"RetentionDays {allowed} (default {days['Default']}) is outside the settings' {low}-{high}")
     for d in allowed:
         files = int(mapping.get(str(d), {}).get("Days", 0))
-        if files < d + MARGIN_DAYS:
+        if files < d + stated_margin_days():
             problems.append(f"RetentionFiles[{d}] is {files} days: a file could go before its task")
     rules = {r["Id"]: r for r in tpl["Resources"]["FilesBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]}
     wanted = {"Fn::FindInMap": ["RetentionFiles", {"Ref": "RetentionDays"}, "Days"]}
@@ -61,6 +70,16 @@ def test_retention_parameter_mapping_lifecycle_and_environment_agree() -> None:
     # Given the template: every RetentionDays the settings take, files kept at least the margin longer, the lifecycle
     # rules following it, and the functions told
     assert retention_problems(real_template()) == []
+
+
+def test_files_are_kept_exactly_the_margin_the_operate_page_states() -> None:
+    # Given the margin docs/operate.md "Data retention" states, and the template's files' days for each RetentionDays
+    margin = stated_margin_days()
+    mapping = real_template()["Mappings"]["RetentionFiles"]
+    # When each retention's files' days are compared with that retention plus the margin
+    wrong = {d: f["Days"] for d, f in mapping.items() if int(f["Days"]) != int(d) + margin}
+    # Then every one is exactly that: a reader of the page knows when a file goes
+    assert wrong == {}, f"RetentionFiles days are not RetentionDays + {margin} (docs/operate.md): {wrong}"
 
 
 BROKEN = {

@@ -82,7 +82,7 @@ def test_a_single_segment_route_misses_the_agent_url_the_cards_publish() -> None
 
 
 def signing_route_problems(tpl: dict[str, Any]) -> list[str]:
-    """Issue 15: the keys route hands out secrets, so API Gateway's JWT authorizer must check the token first
+    """The keys route hands out secrets, so API Gateway's JWT authorizer must check the token first
     (the api function then takes the subject from the verified claims)."""
     api = tpl["Resources"]["HttpApi"]["Properties"]["Auth"]
     events = [

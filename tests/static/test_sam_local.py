@@ -1,4 +1,4 @@
-"""`sam local` (README "Test with sam local"): events/env.json and the README's commands agree with template.yaml.
+"""`sam local` (docs/deploy.md "Test with `sam local`"): events/env.json and the page's commands agree with template.yaml.
 
 No Docker here, so sam local itself does not run; these checks hold what it would do with the files, as SAM CLI
 1.170.0 does it (samcli/local/lambdafn/env_vars.py, samcli/lib/intrinsic_resolver/intrinsics_symbol_table.py):
@@ -6,7 +6,7 @@ No Docker here, so sam local itself does not run; these checks hold what it woul
   the template does not declare is dropped without a word;
 * a `!Ref` to a resource resolves to its logical id ("TasksTable"), AWS::StackName to "local", AWS::AccountId to
   "123456789012": none names the deployed stack's resources, so env.json gives each of those variables as
-  `stack:<LogicalId>`, filled in from the dev stack (README); `!Ref` to a parameter resolves to its default
+  `stack:<LogicalId>`, filled in from the dev stack (docs/deploy.md); `!Ref` to a parameter resolves to its default
   (or --parameter-overrides), and literal values are kept, so env.json may leave those out.
 The dev auth mode in env.json works only beside AWS_SAM_LOCAL, which sam local sets and the template never
 does (tests/unit/test_fail_closed.py). Each check runs on the real files and on broken copies.
@@ -118,21 +118,21 @@ def section(readme: str, title: str) -> str:
     return match.group(1) if match else ""
 
 
-def readme_problems(readme: str, tpl: dict[str, Any], events: list[str]) -> list[str]:
-    text = section(readme, "Test with sam local")
+def page_problems(page: str, tpl: dict[str, Any], events: list[str]) -> list[str]:
+    text = section(page, "Test with `sam local`")
     if not text:
-        return ["README has no '## Test with sam local' section"]
+        return ["docs/deploy.md has no '## Test with `sam local`' section"]
     by_folder = {r["Properties"]["CodeUri"].strip("/").split("/")[-1]: n for n, r in functions(tpl).items()}
     problems = []
     for event in events:
         function = by_folder.get(event.split("-", 1)[0], "?")
         line = f"sam local invoke {function} -e events/{event} --env-vars events/env.json"
         if line not in text:
-            problems.append(f"README does not show `{line}`")
+            problems.append(f"docs/deploy.md does not show `{line}`")
     if "sam local start-api --env-vars events/env.json" not in text:
-        problems.append("README does not show `sam local start-api --env-vars events/env.json`")
+        problems.append("docs/deploy.md does not show `sam local start-api --env-vars events/env.json`")
     if "Docker" not in text:
-        problems.append("README does not say that sam local needs Docker")
+        problems.append("docs/deploy.md does not say that sam local needs Docker")
     return problems
 
 
@@ -170,9 +170,9 @@ def test_only_the_api_function_gets_the_dev_mode_and_only_from_env_json() -> Non
     assert auth_problems(real_env(), real_template()) == []
 
 
-def test_the_readme_shows_sam_local_for_every_sample_event_and_start_api() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert readme_problems(readme, real_template(), sample_events()) == []
+def test_the_deploy_page_shows_sam_local_for_every_sample_event_and_start_api() -> None:
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    assert page_problems(page, real_template(), sample_events()) == []
 
 
 def test_sam_cli_passes_each_function_env_json_values_beside_aws_sam_local() -> None:
@@ -244,7 +244,7 @@ def test_auth_check_catches_a_broken_copy(break_: Break, problem: str) -> None:
     assert any(problem in p for p in auth_problems(env, tpl)), auth_problems(env, tpl)
 
 
-def test_readme_check_catches_a_missing_invoke_line() -> None:
-    readme = (ROOT / "README.md").read_text()
-    broken = readme.replace("sam local invoke PushFunction -e events/push-sqs-eventbridge.json", "sam local invoke")
-    assert any("push-sqs-eventbridge.json" in p for p in readme_problems(broken, real_template(), sample_events()))
+def test_page_check_catches_a_missing_invoke_line() -> None:
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    broken = page.replace("sam local invoke PushFunction -e events/push-sqs-eventbridge.json", "sam local invoke")
+    assert any("push-sqs-eventbridge.json" in p for p in page_problems(broken, real_template(), sample_events()))

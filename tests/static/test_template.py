@@ -495,7 +495,7 @@ def test_cfn_lint_fails_a_broken_copy(run: str, expected: str, cfn_lint_runs: di
     assert expected in result.stdout
 
 
-# ---------------------------------------------------------------- a throttled turn waits (issue 15, quotas)
+# ---------------------------------------------------------------- a throttled turn waits (docs/operate.md)
 THROTTLED = "Lambda.TooManyRequestsException"
 # Past the account's Lambda concurrency (or the turn function's opt-in reservation, TurnReservedConcurrency), Lambda
 # throttles, and a burst of turns must wait for room rather than fail. Five minutes is long enough for 300-second turns to end.
@@ -528,7 +528,7 @@ def test_a_throttled_turn_waits_for_room_rather_than_failing() -> None:
 
 
 def _throttle_in_the_service_errors(machine: dict[str, Any]) -> None:
-    # As before issue 15: a throttle retried with the service errors, 3 attempts (7 s).
+    # As before throttles had a retry of their own: a throttle retried with the service errors, 3 attempts (7 s).
     machine["States"]["RunTurn"]["Retry"].pop(0)
     machine["States"]["RunTurn"]["Retry"][0]["ErrorEquals"].append(THROTTLED)
 

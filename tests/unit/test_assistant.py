@@ -1,5 +1,5 @@
 """The `assistant` example (examples/nylorun_examples/assistant.py) on the scripted stand-in model, as
-`nylorun serve --model scripted` serves it; README "A model-backed Agent" shows its code verbatim."""
+`nylorun serve --model scripted` serves it; docs/writing/model-agents.md shows its code verbatim."""
 
 from __future__ import annotations
 
@@ -73,14 +73,13 @@ def test_the_assistant_asks_which_order_when_none_is_named() -> None:
     assert "ask_person" not in json.dumps(asked)
 
 
-def test_the_readme_example_is_the_assistants_code() -> None:
-    # Given README "A model-backed Agent" and the example's module
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## A model-backed Agent") :]
-    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+def test_the_docs_example_is_the_assistants_code() -> None:
+    # Given docs/writing/model-agents.md and the example's module
+    page = (ROOT / "docs" / "writing" / "model-agents.md").read_text()
+    block = re.search(r"```python\n(.*?)```", page, re.DOTALL)
     assert block is not None
     code = (ROOT / "examples" / "nylorun_examples" / "assistant.py").read_text()
-    # Then the README shows the module's code, word for word, in under 30 lines
+    # Then the page shows the module's code, word for word, in under 30 lines
     assert code.endswith(block.group(1)) and len(block.group(1).splitlines()) < 30
 
 

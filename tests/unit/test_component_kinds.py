@@ -1,4 +1,4 @@
-"""Typed components (issue 17, docs/components.md): the core kinds and their schemas, the text fallback beside each
+"""Typed components (docs/components.md): the core kinds and their schemas, the text fallback beside each
 component part, kinds of your own, and what becomes of an invalid one (an error in the agent's code while
 developing, a dropped part with a warning and a metric when deployed). Runs on the in-memory Runtime."""
 
@@ -113,7 +113,8 @@ def test_a_kind_of_ones_own_registers_and_validates() -> None:
     # When each renders a valid payload, Then it travels with its fallback (the default one: its props as JSON)
     assert registry.parts(Component("acme.rating", {"stars": 3}))[0].text == "★★★"
     assert registry.parts(Component("gauge", {"value": 40}))[0].text == '{"value": 40}'
-    # And an invalid one is refused, whatever its validator raised (a KeyError too: ADR 0051, a raising validator drops)
+    # And an invalid one is refused, whatever its validator raised (a KeyError too: a raising validator drops,
+    # decision 0020)
     for bad in (Component("acme.rating", {"stars": 9}), Component("gauge", {"value": 101}), Component("gauge", {})):
         with pytest.raises(InvalidComponent):
             registry.parts(bad)

@@ -1,5 +1,5 @@
-"""Connections in the unit tier (README "Connections"): the refresh race, an undeclared provider, what a core-tier
-caller reads, and revoke; on the in-memory stores and a fake provider."""
+"""Connections in the unit tier (docs/writing/connections.md): the refresh race, an undeclared provider, what
+a core-tier caller reads, and revoke; on the in-memory stores and a fake provider."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The deduplication ids of dead letters and of their redrives (issue 16). SQS FIFO drops a message whose
+"""The deduplication ids of dead letters and of their redrives (docs/operate.md). SQS FIFO drops a message whose
 deduplication id it saw in the last 5 minutes, even one since deleted; moto only compares with messages still on
 the queue, so these ids are checked here, on a recording SQS client, rather than end to end."""
 

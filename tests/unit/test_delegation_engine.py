@@ -1,4 +1,4 @@
-"""`Turn.delegate` (engine/delegation.py, issue 19) on the in-memory Runtime, with a scripted delegate: what is sent,
+"""`Turn.delegate` (engine/delegation.py) on the in-memory Runtime, with a scripted delegate: what is sent,
 what is journaled, what a rerun does, and what the caller is asked. The whole path over HTTP, with `support` as the
 delegate, is tests/e2e/test_delegation.py."""
 

@@ -1,8 +1,8 @@
-"""The SSRF filter and IPv4-embedding IPv6 addresses (issue 15): `::ffff:10.0.0.1` was unwrapped, but the same
-private or metadata address written as NAT64 (`64:ff9b::/96`, RFC 6052), 6to4 (`2002::/16`, RFC 3056) or
-IPv4-compatible (`::/96`, RFC 4291) passed as "global". Each is now judged by the IPv4 address inside it;
-the local-use NAT64 prefix (`64:ff9b:1::/48`, RFC 8215: where the address sits depends on a prefix length the
-Runtime cannot know) and Teredo (`2001::/32`) are refused outright.
+"""The SSRF filter and IPv4-embedding IPv6 addresses (docs/decisions/0011-ssrf-ipv4-in-ipv6.md): `::ffff:10.0.0.1`
+was unwrapped, but the same private or metadata address written as NAT64 (`64:ff9b::/96`, RFC 6052), 6to4
+(`2002::/16`, RFC 3056) or IPv4-compatible (`::/96`, RFC 4291) passed as "global". Each is now judged by the IPv4
+address inside it; the local-use NAT64 prefix (`64:ff9b:1::/48`, RFC 8215: where the address sits depends on a
+prefix length the Runtime cannot know) and Teredo (`2001::/32`) are refused outright.
 
 Both checks are tried: the one made when a push config or url part names the URL (a literal address), and the
 one made on every connection (the resolved address: a name may resolve to any of these)."""

@@ -1,5 +1,6 @@
-"""Retention (README "Data retention"): which stream records are a task's expiry, and which file versions an
-expired task takes with it. The whole flow, on the local Runtime, is tests/e2e/test_retention.py."""
+"""Retention (docs/operate.md#data-retention): which stream records are a task's expiry, and which file
+versions an expired task takes with it. The whole flow, on the local Runtime, is
+tests/e2e/test_retention.py."""
 
 from __future__ import annotations
 

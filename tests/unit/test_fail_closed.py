@@ -1,4 +1,4 @@
-"""Fail closed (issue 14): on AWS Lambda only API Gateway's JWT authorizer says who calls. `NYLORUN_AUTH=dev` or
+"""Fail closed: on AWS Lambda only API Gateway's JWT authorizer says who calls. `NYLORUN_AUTH=dev` or
 `none` set on a deployed function by mistake would let every caller act as one subject (or as any dev token's),
 so the settings refuse them there and the function fails its cold start. Under `sam local` (which runs no JWT
 authorizer, and sets AWS_SAM_LOCAL) and outside Lambda (`nylorun serve`, tests) they stay allowed.
@@ -22,7 +22,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """A clean slate: none of the variables that tell Lambda, sam local and the auth mode apart."""
     for name in ("AWS_LAMBDA_FUNCTION_NAME", "AWS_SAM_LOCAL", "NYLORUN_AUTH", "NYLORUN_DEV_TOKENS", "NYLORUN_RUNTIME_KEY"):
         monkeypatch.delenv(name, raising=False)
-    # The template gives every function the Runtime's key (issue 15); test_without_the_runtime_key_… takes it away.
+    # The template gives every function the Runtime's key; test_without_the_runtime_key_… takes it away.
     monkeypatch.setenv("NYLORUN_RUNTIME_KEY_ARN", RUNTIME_KEY_ARN)
     return monkeypatch
 
@@ -94,6 +94,6 @@ def test_on_lambda_without_the_runtime_key_a_function_refuses_to_start(env: pyte
     env.setenv("AWS_SAM_LOCAL", sam_local)
     env.delenv("NYLORUN_RUNTIME_KEY_ARN")
     # When the cold start reads the settings
-    # Then it fails: each instance would key subjects its own way and find no task again (issue 15)
+    # Then it fails: each instance would key subjects its own way and find no task again (docs/security.md)
     with pytest.raises(ValidationError, match="NYLORUN_RUNTIME_KEY_ARN is not set"):
         Settings.from_env()

@@ -1,5 +1,5 @@
 """Fair delivery workers: a subject whose receivers time out or refuse holds at most a bounded share of the push
-function's delivery capacity, whatever it does (README "Push notifications", "Fair delivery workers").
+function's delivery capacity, whatever it does (docs/architecture.md#fair-push-delivery).
 
 The primary figure is counted, not timed: a clock only the test moves (`VirtualTime`) runs minutes of the push
 function's work, each worker thread one message group in flight; a receiver that never answers holds its attempt for
@@ -31,7 +31,7 @@ MINUTE = 60.0
 # The template's PushMaxConcurrency default; each push instance runs up to ten message groups side by side.
 CONCURRENCY = 20
 GROUPS_PER_INSTANCE = 10
-BOUND = 1 / 10  # the share of CONCURRENCY × 60 s one subject's failing receivers may hold (README)
+BOUND = 1 / 10  # the share of CONCURRENCY × 60 s one subject's failing receivers may hold (docs/calling/push.md)
 
 
 class VirtualTime:
@@ -324,7 +324,7 @@ def test_a_deliverys_first_attempt_has_the_shorter_deadline_and_its_retries_the_
     # When alice's delivery is attempted, then retried
     assert push.deliver(delivery["alice"], 1).outcome is Outcome.RETRY
     assert push.deliver(delivery["alice"], 2).outcome is Outcome.DELIVERED
-    # Then the first attempt had 5 s, the retry 10 s (README "Push notifications": the defaults)
+    # Then the first attempt had 5 s, the retry 10 s (docs/calling/push.md#delivery-and-retries: the defaults)
     assert [deadline for _, deadline in sender.posts] == [5, 10]
 
 

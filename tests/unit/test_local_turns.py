@@ -1,6 +1,6 @@
-"""The local moto server's turns (local/nylorun_local/turns.py): one request at a time, flows served in turns, so one
-task's many calls do not make another task's wait behind all of them (issue 15's fair-push figure); and the flow the
-local push environments name for each AWS call: the task of the message being handled."""
+"""The local moto server's turns (local/nylorun_local/turns.py): one request at a time, flows served in turns, so
+one task's many calls do not make another task's wait behind all of them (the fair-push figure: bench/README.md);
+and the flow the local push environments name for each AWS call: the task of the message being handled."""
 
 from __future__ import annotations
 

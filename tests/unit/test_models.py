@@ -403,7 +403,7 @@ def test_the_scripted_stand_in_is_refused_on_lambda() -> None:
     assert Settings(lambda_function_name="turn", runtime_key="k", model=MODEL_ID).model == MODEL_ID
 
 
-# ---------------------------------------------------------------- built-in tools (issue 18 item 2)
+# ---------------------------------------------------------------- built-in tools (docs/writing/model-agents.md)
 BUILTIN_NAMES = ("ask_person", "ask_connection", "set_plan", "mark_step", "toolUse", "toolResult", "Let me call")
 
 

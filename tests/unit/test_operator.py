@@ -1,4 +1,4 @@
-"""An operator and a lost outcome (issue 16; service/operator.py, the runner's `deadline`): the rules, on the
+"""An operator and a lost outcome (docs/operate.md; service/operator.py, the runner's `deadline`): the rules, on the
 in-memory adapters. A run that dies inside an effect leaves it started, never finished; the retry reports it
 uncertain and marks the task as waiting for an operator. The in-memory orchestrator runs a resumed turn at once."""
 

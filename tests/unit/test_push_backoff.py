@@ -103,7 +103,7 @@ def test_a_2xx_delivers_a_signed_status_update_the_receiver_can_verify() -> None
     service, _, receiver, queue = push_setup(http(204), clock=Clock(time.time()))
     # When one status change is delivered
     result = service.deliver(delivery(), attempt=1)
-    # Then it is delivered once, signed with the config's subject's key (issue 15), with the config's token
+    # Then it is delivered once, signed with the config's subject's key, with the config's token
     assert result.outcome == Outcome.DELIVERED and queue.dead == []
     url, body, headers = receiver.posts[0]
     assert url == "https://receiver.example/hook" and headers["X-A2A-Notification-Token"] == "tok-1"
@@ -299,7 +299,7 @@ def test_configs_of_an_ended_task_expire_with_their_task() -> None:
     # When the completed status fans out
     event = status_event(store, task_id, TaskState.COMPLETED)
     service.fan_out(event)
-    # Then the config expires when its task does (ADR 0051: a config lives as long as its task)
+    # Then the config expires when its task does (a config lives as long as its task: decision 0020)
     config, head = store.get_push_config(task_id, "cfg"), store.head(task_id)
     assert config is not None and head is not None
     assert config.expires_at == head["expiresAt"] and abs(config.expires_at - (time.time() + 24 * 3600)) < 60

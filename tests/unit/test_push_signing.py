@@ -1,4 +1,4 @@
-"""Per-subject push signing keys (issue 15, nylorun.domain.signing): each subject's deliveries are signed with a
+"""Per-subject push signing keys (docs/security.md, nylorun.domain.signing): each subject's deliveries are signed with a
 key derived from the Runtime secret(s) and the subject, so one subject's key verifies its own deliveries only."""
 
 from __future__ import annotations

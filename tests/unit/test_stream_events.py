@@ -243,7 +243,7 @@ def test_only_the_pushed_events_of_a_task_with_push_configs_are_queued_for_push_
     # Then both tasks' events are on the bus
     assert {e.detail["taskId"] for e in bus.events} == {pushed.id, quiet.id}
     # And only the first task's status (but SUBMITTED: its creator has it) and artifact events are queued for push,
-    # in the order they happened, each for its own task's fan-out (issue 15: no message group shared by tasks)
+    # in the order they happened, each for its own task's fan-out (no message group shared by tasks)
     expected = [e for e in bus.events if e.detail["taskId"] == pushed.id and e.detail_type != TURN_USAGE][1:]
     assert [(e.detail_type, e.detail.get("state")) for e in expected] == [
         (STATUS_CHANGED, "TASK_STATE_WORKING"), (ARTIFACT_UPDATED, None), (STATUS_CHANGED, "TASK_STATE_COMPLETED"),

@@ -1,4 +1,4 @@
-"""X-Ray never records what the api function answers (issue 14): its responses carry callers' messages, artifacts
+"""X-Ray never records what the api function answers: its responses carry callers' messages, artifacts
 and presigned file URLs, and Powertools' Tracer puts a handler's response into the trace as metadata unless
 `capture_response=False`. The other functions answer with ids and counts only (batch item failures, a turn's
 outcome, the sweep's count), which may stay in their traces.

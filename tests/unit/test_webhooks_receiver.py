@@ -1,4 +1,4 @@
-"""`nylorun webhooks`' own logic, without a server (issue 15): where it fetches a caller's keys, how long it
+"""`nylorun webhooks`' own logic, without a server: where it fetches a caller's keys, how long it
 remembers a webhook-id, and how it picks up keys after a rotation."""
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class Runtime:
     runner: TurnRunner
     service: A2AService
     settings: Settings = field(default_factory=Settings)
-    connections: Any = None  # the ConnectionFlow (README "Connections")
+    connections: Any = None  # the ConnectionFlow (docs/writing/connections.md)
 
     def send(self, text: str = "hello", caller: Caller = TYPED, **message: Any) -> dict[str, Any]:
         """SendMessage as a caller sends it. The in-memory turn has run by the time it answers; the blocking

@@ -1,4 +1,5 @@
-"""`nylorun admin connections`: how many connected accounts each Agent and provider has (README "Connections").
+"""`nylorun admin connections`: how many connected accounts each Agent and provider has
+(docs/writing/connections.md).
 
     nylorun admin connections
 

@@ -1,4 +1,4 @@
-"""`nylorun admin` commands on dead letters: dlq, redrive (README, "Dead letters").
+"""`nylorun admin` commands on dead letters: dlq, redrive (docs/operate.md#dead-letters).
 
     nylorun admin dlq [--queue context|push|publish]
     nylorun admin redrive [--queue context|push] (--all | --task ID … | --message ID …)
@@ -8,7 +8,7 @@ as the look ends) and ties each dead letter to its task as it is now. `redrive`
 records an operator action on each task, then moves its dead letter back to the queue it came from: a queued turn
 to the context queue (the dispatch function starts it once its context is free), a push delivery to the push queue
 with a new retry window and the same webhook-id. Running it twice, or again after it was interrupted, starts no
-turn twice and delivers nothing under another webhook-id (README, "Operating the Runtime").
+turn twice and delivers nothing under another webhook-id (docs/operate.md#dead-letters).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ QUEUE_NAMES = {
     "push": ("PushDLQ", "push deliveries"),
     "publish": ("PublishDLQ", "table changes the publish function could not send"),
 }
-# What to do with the dead letters `redrive` does not move (README, "Dead letters").
+# What to do with the dead letters `redrive` does not move (docs/operate.md#dead-letters).
 NOT_REDRIVEN = {
     "publish": "the stream keeps changes 24 hours: its tasks' statuses are in the table, their events were not sent",
 }

@@ -43,8 +43,8 @@ STACK_RESOURCES = {
     "NYLORUN_KMS_KEY": "StackKey",
     "NYLORUN_RUNTIME_KEY_ARN": "RuntimeKey",
 }
-# The stack's parameters a resumed turn's execution carries as its first did (`admin resolve` starts it, README
-# "Lost outcomes: tasks waiting for an operator"): setting → the template's parameter.
+# The stack's parameters a resumed turn's execution carries as its first did (`admin resolve` starts it,
+# docs/operate.md#lost-outcomes): setting → the template's parameter.
 STACK_PARAMETERS = {
     "NYLORUN_INTERACTION_TIMEOUT_SECONDS": "InteractionTimeoutSeconds",
     "NYLORUN_UNCERTAINTY_TIMEOUT_SECONDS": "UncertaintyTimeoutSeconds",

@@ -4,7 +4,7 @@ A task waits for an operator when a step's outcome was lost (Profile v2: WORKING
 the effect started and the process died before its result was journaled, so the Runtime cannot know whether it
 took effect. The operator looks the effect up in the outside system (`uncertain` and `show` give its name and its
 idempotency key), then resolves it, or fails the task. The rules are the Runtime's (`nylorun.service.operator`);
-this module parses, records who acts, and prints (README, "Lost outcomes: tasks waiting for an operator").
+this module parses, records who acts, and prints (docs/operate.md#lost-outcomes).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The client commands of `nylorun`: send, tasks, get, cancel, approve, answer, webhooks.
 
 People get a live display (rich) and prompts; scripts pass `--json` and get JSON Lines on stdout (one
-object per task update) and give their answers as stdin lines. The protocol is in README.md, "CLI".
+object per task update) and give their answers as stdin lines. The protocol is in docs/calling/cli.md.
 Expected errors are one line on stderr, "ErrorName: message", and a non-zero exit code.
 
 One module per job: `parser` (the arguments), `conversation` (send, approve, answer), `tasks` (tasks, get,

@@ -1,4 +1,5 @@
-"""`nylorun connections list|revoke`: the caller's own connected accounts (README "Connections"), never a token."""
+"""`nylorun connections list|revoke`: the caller's own connected accounts (docs/writing/connections.md), never
+a token."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 
 def add_connections(commands: Any, common: argparse.ArgumentParser) -> None:
-    cmd = commands.add_parser("connections", help="list or revoke your connected accounts (README \"Connections\")")
+    cmd = commands.add_parser(
+        "connections", help="list or revoke your connected accounts (see docs/writing/connections.md)"
+    )
     actions = cmd.add_subparsers(dest="action", required=True)
     runtime = {"help": "the Runtime's URL, or any Agent URL on it, e.g. http://127.0.0.1:8080"}
     listing = actions.add_parser("list", parents=[common], help="your connections: Agent, provider, scopes, dates")

@@ -68,7 +68,8 @@ async def _converse(client: NylorunClient, out: Output, task: TaskView) -> int:
             out.left_waiting(task)
             return EXIT_WAITING
         if task.interaction is not None and task.interaction.kind == "connection":
-            # README "Connections": the person connects in a browser; the turn resumes by itself, so wait for it.
+            # docs/writing/connections.md: the person connects in a browser; the turn resumes by itself, so
+            # wait for it.
             out.connect(task)
             answered.add(task.waiting_key)
             continue

@@ -18,8 +18,8 @@ YES, NO = {"y", "yes", "true", "1", "approve", "approved"}, {"n", "no", "false",
 
 
 def connect_note(task: TaskView) -> tuple[str, str]:
-    """README "Connections": a connection is made in a browser, never by a y/n here. What to do, and the URL (on a
-    line of its own, never wrapped, so it can be copied whole)."""
+    """docs/writing/connections.md: a connection is made in a browser, never by a y/n here. What to do, and
+    the URL (on a line of its own, never wrapped, so it can be copied whole)."""
     url = str(((task.interaction.detail if task.interaction else None) or {}).get("authorizationUrl", ""))
     note = (
         "Open this link in your browser to connect (its page names you and the Agent). Waiting for the Agent to go "

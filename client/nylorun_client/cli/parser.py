@@ -82,7 +82,7 @@ def add_commands(commands: Any) -> None:
         "--token", default=os.environ.get("NYLORUN_TOKEN"), help="bearer token for --from (default: $NYLORUN_TOKEN)"
     )
     hooks.add_argument("--secret-file", help="a file holding the whsec_… secret(s), whitespace-separated")
-    # No secret in an argument (README, "CLI"): a secret on the command line is readable by every process
+    # No secret in an argument (docs/calling/cli.md): a secret on the command line is readable by every process
     # (ps, /proc) and kept in shell history.
     hooks.add_argument("--secret", action=_RefuseSecretArgument, help=argparse.SUPPRESS)
     hooks.add_argument("--json", action="store_true", help="one JSON object per delivery on stdout")

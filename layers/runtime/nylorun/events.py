@@ -82,8 +82,9 @@ Change = TaskChanged | ArtifactChanged
 
 
 # How many of its latest statuses a task item remembers (as digests, `statusLog`): the push function delivers a
-# status event only when the table vouches for it (issue 15: it signs what the table says, never what an event put
-# on the bus by someone else says). A fan-out runs seconds after the write, so 64 changes is a wide margin.
+# status event only when the table vouches for it (it signs what the table says, never what an event put on the
+# bus by someone else says: docs/security.md). A fan-out runs seconds after the write, so 64 changes is a wide
+# margin.
 STATUS_LOG_SIZE = 64
 
 

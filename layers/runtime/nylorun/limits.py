@@ -1,4 +1,4 @@
-"""Size limits: what one stored thing, one task and one answer may hold (README "Limits").
+"""Size limits: what one stored thing, one task and one answer may hold (docs/limits.md).
 
 * DynamoDB: an item holds at most 400 KB. Every message and every artifact is its own item of at most
   `MAX_STORED_JSON_BYTES` of JSON, and so is a task's metadata when it is larger than a few KiB. The task
@@ -28,12 +28,13 @@ KIB = 1024
 MAX_STORED_JSON_BYTES = 256 * KIB
 # What one JSON-RPC request body may hold: a message and its request metadata (MAX_STORED_JSON_BYTES of JSON each,
 # the most SendMessage keeps) with as much again for the rest of the request, spacing and escapes. A larger body
-# could never be accepted, so it is refused from its length, before any of it is parsed (README "Limits").
+# could never be accepted, so it is refused from its length, before any of it is parsed (docs/limits.md).
 MAX_REQUEST_BYTES = 4 * MAX_STORED_JSON_BYTES
 # An open interaction is kept on the task item beside the status message that also shows it.
 MAX_INTERACTION_BYTES = 64 * KIB
 DEFAULT_MAX_TASK_BYTES = 4 * 1024 * KIB
-# README "Data retention": a task expires 90 days after it ends unless the Runtime is told otherwise (RetentionDays).
+# docs/operate.md#data-retention: a task expires 90 days after it ends unless the Runtime is told otherwise
+# (RetentionDays).
 DEFAULT_RETENTION_SECONDS = 90 * 24 * 3600
 # Room a caller's message leaves in the budget, so the agent can still answer what it asked.
 CALLER_HEADROOM = 64 * KIB

@@ -56,12 +56,14 @@ class Settings(BaseModel):
     # rotated value signs every warm instance's deliveries at most this long after it became current. 0: read it
     # for every delivery.
     push_secret_max_age_seconds: int = Field(default=300, ge=0)
-    # Issue 15: each subject's deliveries are signed with a key derived from the push secret and the subject
-    # (nylorun.domain.signing); "shared" signs every delivery with the push secret itself: single-tenant only.
+    # Each subject's deliveries are signed with a key derived from the push secret and the subject
+    # (nylorun.domain.signing); "shared" signs every delivery with the push secret itself: single-tenant only
+    # (docs/security.md).
     push_signing: PushSigning = "per-subject"
-    # Issue 15: the Runtime's key for keyed digests (a subject's in item keys, S3 keys and task ids; page-token
+    # The Runtime's key for keyed digests (a subject's in item keys, S3 keys and task ids; page-token
     # MACs). Item keys derive from it, so it never rotates: a new value orphans every stored task. Deployed, a
     # Secrets Manager secret (RuntimeKey) read once per cold start; locally a value per run (`nylorun serve`).
+    # See docs/security.md, "Subjects are keyed, not hashed".
     runtime_key: str | None = Field(default=None, repr=False)
     runtime_key_arn: str | None = None
     push_queue_url: str = ""
@@ -69,11 +71,12 @@ class Settings(BaseModel):
     # A dead-letter queue no function reads, listed by `nylorun admin dlq`: table-change batches the publish function
     # could not send (Lambda's).
     publish_dlq_url: str = ""
-    # Issue 15: the overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
+    # The overall deadline of one delivery (connect + send + read; and of one `url` file fetch). A
     # push batch starts a delivery only while its function has this long left (the push function's Timeout is 60).
     push_timeout_seconds: int = Field(default=10, ge=1, le=30)
-    # Fair delivery workers (README "Push notifications"). A delivery's first attempt has a shorter deadline: most
-    # receivers answer within it, and one that never answers holds its worker that much less.
+    # Fair delivery workers (docs/architecture.md#fair-push-delivery). A delivery's first attempt has a
+    # shorter deadline: most receivers answer within it, and one that never answers holds its worker that much
+    # less.
     push_first_timeout_seconds: int = Field(default=5, ge=1, le=30)
     # The push function's configured concurrency (deployed: the template's PushMaxConcurrency, the queue's
     # MaximumConcurrency): its capacity is this × 60 s of delivery time a minute.
@@ -90,8 +93,8 @@ class Settings(BaseModel):
     push_retry_base_seconds: int = Field(default=30, ge=1)
     push_retry_max_seconds: int = Field(default=3600, ge=1)
     push_max_age_seconds: int = Field(default=24 * 3600, ge=1)  # Profile v2: retries last up to 24 hours
-    # Issue 15: deliveries one fan-out step queues before the event goes back to the queue (other tasks' deliveries
-    # take their turn in between). 10: one SendMessageBatch.
+    # Deliveries one fan-out step queues before the event goes back to the queue (other tasks' deliveries take
+    # their turn in between: docs/architecture.md, "Fair push delivery"). 10: one SendMessageBatch.
     push_fan_out_step: int = Field(default=10, ge=1, le=1000)
     # Deliveries to loopback addresses (local Runtime: the TCK's receiver runs there). Off when deployed.
     push_allow_loopback: bool = False
@@ -113,9 +116,9 @@ class Settings(BaseModel):
     # rebinding gets past the Content-Type rule, as the page is then "same-origin"). Callers that are not browsers
     # send no Origin.
     allowed_origins: list[str] = Field(default_factory=list)
-    # Issue 15: how many `url` file parts one message may carry (more: -32602, nothing written), and what the
+    # How many `url` file parts one message may carry (more: -32602, nothing written), and what the
     # files fetched for one message may add up to (more: the turn fails naming the file). Each fetch has the
-    # same overall deadline as a push delivery (`push_timeout_seconds`: connect + send + read).
+    # same overall deadline as a push delivery (`push_timeout_seconds`: connect + send + read). See docs/limits.md.
     max_url_parts: int = Field(default=20, ge=0)
     max_url_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     # A request body (nylorun.limits.MAX_REQUEST_BYTES: 1 MiB), refused from its length before it is parsed. Raising
@@ -127,36 +130,39 @@ class Settings(BaseModel):
     max_task_bytes: int = Field(
         default=DEFAULT_MAX_TASK_BYTES, ge=MAX_STORED_JSON_BYTES + CALLER_HEADROOM, le=DEFAULT_MAX_TASK_BYTES
     )
-    # Per-subject quotas (issue 15, README "Security"; nylorun.domain.quotas): open turns (running, waiting for a
+    # Per-subject quotas (docs/security.md#quotas; nylorun.domain.quotas): open turns (running, waiting for a
     # person, or queued) per context and per subject, push configs per task and per subject (of its open tasks).
     max_turns_per_context: int = Field(default=Quotas.turns_per_context, ge=1)
     max_turns_per_subject: int = Field(default=Quotas.turns_per_subject, ge=1)
     max_push_configs_per_task: int = Field(default=Quotas.push_configs_per_task, ge=1)
     max_push_configs_per_subject: int = Field(default=Quotas.push_configs_per_subject, ge=1)
-    # Retention (README "Data retention"): a task and everything of it (history, artifacts, journal, push configs,
-    # its files) expire this long after it ends. Deployed: the template's RetentionDays (its S3 lifecycle is in
-    # days too); `retention_seconds`, when set, overrides it (the local Runtime's tests shrink it to seconds).
+    # Retention (docs/operate.md#data-retention): a task and everything of it (history, artifacts, journal,
+    # push configs, its files) expire this long after it ends. Deployed: the template's RetentionDays (its S3
+    # lifecycle is in days too); `retention_seconds`, when set, overrides it (the local Runtime's tests shrink
+    # it to seconds).
     retention_days: int = Field(default=DEFAULT_RETENTION_SECONDS // (24 * 3600), ge=1, le=3653)
     retention_seconds: int | None = Field(default=None, ge=1)
     # How long a turn waits for a person's answer before the task fails (7 days by default).
     interaction_timeout_seconds: int = Field(default=7 * 24 * 3600, ge=1)
-    # Issue 16: how long a task whose step lost its outcome waits for an operator (`nylorun admin resolve`) before
+    # How long a task whose step lost its outcome waits for an operator (`nylorun admin resolve`) before
     # it fails saying the outcome is unknown, and its context moves on (24 hours by default; template.yaml
-    # UncertaintyTimeoutSeconds bounds the deployed value).
+    # UncertaintyTimeoutSeconds bounds the deployed value; docs/operate.md, "Lost outcomes").
     uncertainty_timeout_seconds: int = Field(default=24 * 3600, ge=1)
-    # Issue 19: a turn waiting for a delegate's task looks at it (GetTask) this often when no callback wakes it
+    # A turn waiting for a delegate's task looks at it (GetTask) this often when no callback wakes it
     # sooner; the delegate gets `interaction_timeout_seconds` in all (then its task is canceled). The callback's
-    # base URL (this Runtime's public URL; deployed, PublicBaseUrl): unset, delegations only poll.
+    # base URL (this Runtime's public URL; deployed, PublicBaseUrl): unset, delegations only poll
+    # (docs/writing/delegation.md).
     delegation_poll_seconds: int = Field(default=300, ge=1, le=24 * 3600)
     delegation_callback_url: str | None = None
-    # The subjects that may act on behalf of their own callers here (nylorun.domain.behalf, README "Delegation"):
-    # from them the `Nylorun-On-Behalf-Of` header is honoured; from any other subject it is ignored.
+    # The subjects that may act on behalf of their own callers here (nylorun.domain.behalf,
+    # docs/security.md#delegation-on-behalf-of-each-caller): from them the `Nylorun-On-Behalf-Of` header is
+    # honoured; from any other subject it is ignored.
     delegating_subjects: list[str] = Field(default_factory=list)
-    # nylorun.models (README "A model-backed Agent"): the Bedrock model id (or inference profile id) model-backed
+    # nylorun.models (docs/writing/model-agents.md): the Bedrock model id (or inference profile id) model-backed
     # Agents call, "scripted" for the local stand-in (`nylorun serve --model scripted`; refused on Lambda), empty:
     # none configured. An optional Bedrock guardrail, "identifier:version". Prices per million tokens override or
     # add to nylorun.models.prices' table: JSON {"model id": {"input": 0.8, "output": 4.0}}.
-    # README "Connections": the OAuth 2.0 providers Agents may ask a person to connect (a JSON list of
+    # docs/writing/connections.md: the OAuth 2.0 providers Agents may ask a person to connect (a JSON list of
     # domain/connections.py Provider), and deployed, the secret holding their client secrets ({"name": "secret"}).
     connection_providers: list[Provider] = Field(default_factory=list)
     connection_secrets_arn: str | None = None
@@ -201,9 +207,10 @@ class Settings(BaseModel):
 
     @model_validator(mode="after")
     def _fail_closed(self) -> Settings:
-        # Issue 14, fail closed: on Lambda only API Gateway's JWT authorizer says who calls. `dev` and `none` there
+        # Fail closed: on Lambda only API Gateway's JWT authorizer says who calls. `dev` and `none` there
         # would make every caller one subject (or any dev token's), so a deployed function refuses to start with
-        # them. `sam local` runs no JWT authorizer: there the local modes stay allowed (README "Test with sam local").
+        # them. `sam local` runs no JWT authorizer: there the local modes stay allowed
+        # (docs/deploy.md#test-with-sam-local).
         if self.lambda_function_name and not self.sam_local and self.auth != "jwt":
             raise ValueError(
                 f"NYLORUN_AUTH={self.auth} is refused on AWS Lambda (function {self.lambda_function_name}): set "
@@ -229,7 +236,8 @@ class Settings(BaseModel):
     @property
     def subject_budget_window(self) -> int:
         """Seconds of one window of a subject's delivery budget: a minute and the longest deadline, so every attempt
-        that holds time in a given minute started within one window's span (README "Push notifications")."""
+        that holds time in a given minute started within one window's span
+        (docs/architecture.md#fair-push-delivery)."""
         return 60 + self.push_timeout_seconds
 
     @property

@@ -135,7 +135,8 @@ class Runtime:
 
     @cached_property
     def retention(self) -> RetentionService:
-        """The stream's REMOVE of an expired task → its files and items removed (README "Data retention")."""
+        """The stream's REMOVE of an expired task → its files and items removed
+        (docs/operate.md#data-retention)."""
         from nylorun.service.retention import RetentionService
 
         return RetentionService(self.store, self.files, decode_expiry)
@@ -197,7 +198,7 @@ class Runtime:
 
     @cached_property
     def delegates(self) -> A2aClient:
-        """The A2A client delegations speak through (issue 19)."""
+        """The A2A client delegations speak through (docs/writing/delegation.md)."""
         from nylorun.adapters.a2a_client import A2aClient
 
         return A2aClient(timeout_seconds=self.settings.push_timeout_seconds)
@@ -216,7 +217,7 @@ class Runtime:
 
     @cached_property
     def delegations(self) -> DelegationCallbacks:
-        """The delegates' callbacks and the cancel of a delegating task's delegates (issue 19)."""
+        """The delegates' callbacks and the cancel of a delegating task's delegates."""
         from nylorun.service.delegation import DelegationCallbacks
 
         return DelegationCallbacks(
@@ -226,9 +227,9 @@ class Runtime:
 
     @cached_property
     def connections(self) -> ConnectionDeps | None:
-        """README "Connections": the providers the stack declares, their tokens' store, and the OAuth client (Authlib,
-        imported when a connection is first used); None when it declares none. An Agent that names a provider the
-        stack does not declare stops the Runtime here, at load time."""
+        """docs/writing/connections.md: the providers the stack declares, their tokens' store, and the OAuth
+        client (Authlib, imported when a connection is first used); None when it declares none. An Agent that
+        names a provider the stack does not declare stops the Runtime here, at load time."""
         from nylorun.engine.connections import ConnectionDeps, check_declared
 
         settings = self.settings
@@ -263,7 +264,7 @@ class Runtime:
 
     @cached_property
     def operators(self) -> OperatorService:
-        """What `nylorun admin` does to tasks waiting for an operator (issue 16)."""
+        """What `nylorun admin` does to tasks waiting for an operator (docs/operate.md)."""
         from nylorun.service.operator import OperatorService
 
         return OperatorService(self.store, self.orchestrator, self.scheduler)
@@ -314,7 +315,7 @@ class Runtime:
 
     @cached_property
     def signing_keys(self) -> PushSigningKeys | None:
-        """Each subject's push signing keys (issue 15), for the api's push-signing-secrets; None with push off."""
+        """Each subject's push signing keys, for the api's push-signing-secrets; None with push off."""
         if not self.settings.push_enabled:
             return None
         return PushSigningKeys(self.push_secrets(), self.settings.push_signing)

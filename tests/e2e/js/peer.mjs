@@ -237,8 +237,8 @@ const scenarios = {
 
     const asked = await step('support-ask', userMessage('I want a refund'));
     const connect = await step('support-order', userMessage('A-1001', { taskId: asked?.id ?? '' }));
-    // README "Connections": the person connects in a browser (the test does, beside this client); the turn
-    // resumes by itself, so the client reads the task until it asks for the approval.
+    // docs/writing/connections.md: the person connects in a browser (the test does, beside this client); the
+    // turn resumes by itself, so the client reads the task until it asks for the approval.
     const approval = await attempt('support-connected', async () => {
       for (let i = 0; i < 600; i += 1) {
         const task = await client.getTask(partial({ id: connect?.id ?? '' }), withProfile);

@@ -1,4 +1,4 @@
-"""A2A 1.0 JSON-RPC client for delegation (the `Delegates` port, issue 19).
+"""A2A 1.0 JSON-RPC client for delegation (the `Delegates` port; docs/writing/delegation.md).
 
 Every request says `A2A-Version: 1.0` (a strict 1.0 peer refuses a request without it: -32009) and activates
 the Nylorun profile's five extensions, so a Nylorun delegate's interactions, telemetry and files come back typed.

@@ -42,8 +42,9 @@ def runtime_key(client: Any, secret_id: str) -> str:
 
 
 def connection_secrets(client: Any, secret_id: str) -> Callable[[str], str | None]:
-    """README "Connections": the providers' client secrets, one JSON object {"provider": "secret"} in one secret,
-    read when a connection first needs one and kept 5 minutes (a rotated secret is used within that time)."""
+    """docs/writing/connections.md: the providers' client secrets, one JSON object {"provider": "secret"} in
+    one secret, read when a connection first needs one and kept 5 minutes (a rotated secret is used within
+    that time)."""
     provider: SecretsProvider | None = None
 
     def secret_of(name: str) -> str | None:

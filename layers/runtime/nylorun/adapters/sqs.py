@@ -31,7 +31,7 @@ def process_groups_at_once(
     """A FIFO batch's message groups side by side, up to `most` at a time; each group's records in order, by
     `process_group` (Powertools' FIFO processor on that group's records alone: a failed record fails the rest of its
     group). Lambda hands one invocation up to ten groups; run one after another, the last group waited for every
-    other group's deliveries (issue 15: one task's fan-out ahead of another subject's only event), and a slow
+    other group's deliveries (one task's fan-out ahead of another subject's only event), and a slow
     receiver for all of them. The answer: every group's `batchItemFailures`."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in event.get("Records", []):

@@ -14,7 +14,7 @@ _FINISHED_WAIT = {"InvalidToken", "TaskTimedOut", "TaskDoesNotExist"}
 
 
 def execution_name(task_id: str, attempt: int = 0) -> str:
-    """The execution of a turn's attempt: the task id, then (issue 16: a turn an operator resumed after a lost
+    """The execution of a turn's attempt: the task id, then (a turn an operator resumed after a lost
     outcome) "<task id>-<attempt>". A name is at most 80 characters of letters, digits, "-" and "_" where the
     execution is logged (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html):
     a task id is a UUID (36) and an attempt a few digits. A task id has a fixed length, so no attempt's name is
@@ -42,9 +42,9 @@ class StepFunctionsOrchestrator:
             "taskId": task_id,
             "attempt": attempt,
             "interactionTimeoutSeconds": self._timeout,
-            # Issue 16: how long a lost outcome waits for an operator before the task fails (WaitForOperator).
+            # How long a lost outcome waits for an operator before the task fails (WaitForOperator).
             "uncertaintyTimeoutSeconds": self._uncertainty_timeout,
-            # Issue 19: how long a turn waiting for a delegate waits for its callback before it looks (WaitForDelegate).
+            # How long a turn waiting for a delegate waits for its callback before it looks (WaitForDelegate).
             "delegationPollSeconds": self._delegation_poll,
         }
         try:

@@ -2,7 +2,7 @@
 to the very address that was checked (no second DNS lookup, so no rebinding window). TLS still verifies the
 certificate against the host name. Redirects are never followed.
 
-Issue 15: every request has one overall deadline (connect + send + read). Socket timeouts alone bound each
+Every request has one overall deadline (connect + send + read). Socket timeouts alone bound each
 read, so a peer dripping one byte at a time could hold a request (and the function running it) for ever; at the
 deadline a watchdog shuts the socket down, which ends whatever read or write is blocked on it.
 """

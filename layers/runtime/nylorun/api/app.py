@@ -66,9 +66,10 @@ if TYPE_CHECKING:  # made by wiring when first used: standardwebhooks and the A2
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 JSON_RPC_CONTENT = "application/json"
-# Issue 15: where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them).
+# Where a caller gets the keys that sign its own push deliveries (beside the Agents, not one of them):
+# docs/calling/push.md, "Verify a delivery".
 PUSH_SIGNING_PATH = "/v1/a2a/push-signing-secrets"
-# Issue 19: what a delegate's push delivery to CALLBACK_PATH is checked by (service/delegation.py).
+# What a delegate's push delivery to CALLBACK_PATH is checked by (service/delegation.py).
 CALLBACK_HEADERS = ("x-a2a-notification-token", "webhook-id", "webhook-timestamp", "webhook-signature")
 
 Handler = Callable[[A2AService, Caller, dict[str, Any]], Any]
@@ -151,7 +152,7 @@ def create_app(
 
     @app.get(PUSH_SIGNING_PATH, response_model=None)
     async def push_signing_secrets(request: Request) -> Response:
-        # The caller's own keys only: they verify its deliveries and no other subject's (issue 15).
+        # The caller's own keys only: they verify its deliveries and no other subject's (docs/security.md).
         try:
             subject = authenticator.subject(request)
         except Unauthenticated as exc:
@@ -170,7 +171,7 @@ def create_app(
 
     @app.post(CALLBACK_PATH + "/{task_id}/{key}", response_model=None)
     async def delegation_callback(request: Request, task_id: str, key: str) -> Response:
-        # Issue 19: a delegate's push delivery for a task this Runtime delegated. No bearer token (the delegate
+        # A delegate's push delivery for a task this Runtime delegated. No bearer token (the delegate
         # is the caller): the push config's token, the Standard Webhooks signature and the task are checked.
         if delegations is None:
             return JSONResponse({"error": "this Runtime delegates nothing"}, status_code=404)
@@ -189,7 +190,8 @@ def create_app(
             return JSONResponse({"error": refused.reason}, status_code=refused.status)
         return Response(status_code=204)
 
-    add_connection_routes(app, connections, authenticator, _unauthorized, settings.delegating_subjects)  # README "Connections"
+    # docs/writing/connections.md
+    add_connection_routes(app, connections, authenticator, _unauthorized, settings.delegating_subjects)
 
     async def agent_card(request: Request) -> Response:
         agent_name: str = request.path_params["agent_name"]

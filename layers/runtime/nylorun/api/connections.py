@@ -1,5 +1,5 @@
-"""The connection routes (README "Connections"): the pages a person's browser sees while connecting an account,
-and a caller's own connections.
+"""The connection routes (docs/writing/connections.md): the pages a person's browser sees while connecting an
+account, and a caller's own connections.
 
     GET    /v1/a2a/connections/start?task=…&interaction=…   the authorizationUrl: a page naming the subject and the
                                                             Agent, with a Connect button (no token: a browser)

@@ -29,8 +29,8 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]{0,39}$"
 
 
 class Provider(BaseModel):
-    """An OAuth 2.0 provider the stack's owner declares (README "Connections"). `client_secret` only locally;
-    deployed, it is the provider's entry in the ConnectionSecrets secret."""
+    """An OAuth 2.0 provider the stack's owner declares (docs/writing/connections.md). `client_secret` only
+    locally; deployed, it is the provider's entry in the ConnectionSecrets secret."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 

@@ -22,7 +22,7 @@ class Owner:
 
 
 class _RuntimeKey:
-    """The Runtime's own secret for keyed digests (issue 15: an unsalted sha256 of a subject is reversed by
+    """The Runtime's own secret for keyed digests (docs/security.md: an unsalted sha256 of a subject is reversed by
     hashing candidate subjects, e.g. email addresses). Read on first use from the source the wiring gives it
     (Secrets Manager deployed; settings locally). Never configured (a library user's in-memory store): a key made
     for this process, which is as private but not shared with other processes."""

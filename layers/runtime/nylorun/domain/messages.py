@@ -58,7 +58,7 @@ def current_trace_id(task_id: str) -> str:
     return f"1-{digest[:8]}-{digest[8:32]}"
 
 
-# Issue 19: a look at a delegate's task (engine/delegation.py) is journaled as an effect so a rerun reads what it
+# A look at a delegate's task (engine/delegation.py) is journaled as an effect so a rerun reads what it
 # saw, but it is waiting, not a step: how many looks a delegation takes depends on timing, not on the work.
 DELEGATE_LOOK = "delegate:read"
 

@@ -1,4 +1,4 @@
-"""Per-subject quotas (issue 15, README "Security"): how many turns and push configs one caller may hold open.
+"""Per-subject quotas (docs/security.md#quotas): how many turns and push configs one caller may hold open.
 
 A turn is *open* from the moment it is created (started at once or queued behind a busy context) until its task
 ends (a terminal state): running, queued and waiting for a person all count. A push config counts against its task
@@ -19,7 +19,7 @@ QuotaName = Literal["turnsPerContext", "turnsPerSubject", "pushConfigsPerTask", 
 
 @dataclass(frozen=True)
 class Quotas:
-    """The limits; the defaults are README "Security"'s (settings NYLORUN_MAX_…, template parameters)."""
+    """The limits; the defaults are docs/security.md#quotas's (settings NYLORUN_MAX_…, template parameters)."""
 
     turns_per_context: int = 10  # one running or waiting, up to 9 queued behind it
     turns_per_subject: int = 100

@@ -1,4 +1,4 @@
-"""Which keys sign a subject's push deliveries (issue 15: per-subject signing keys).
+"""Which keys sign a subject's push deliveries (per-subject signing keys: docs/security.md).
 
 One Runtime secret signing every delivery let any receiver (any tenant) forge any other tenant's webhooks. So
 each subject's deliveries are signed with a key derived from the Runtime secret and the subject: a receiver

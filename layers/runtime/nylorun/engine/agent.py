@@ -63,7 +63,7 @@ class Agent:
     # It must have no side effects; anything durable belongs in `run`.
     direct: DirectFunction | None = None
     # The connection providers its turns ask for (`turn.connection`): one the stack does not declare stops the
-    # Runtime from loading it (README "Connections"), before any person is asked.
+    # Runtime from loading it (docs/writing/connections.md), before any person is asked.
     connections: list[str] = field(default_factory=list)
 
     def turn(self, fn: TurnFunction) -> TurnFunction:

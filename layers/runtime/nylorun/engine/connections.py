@@ -1,5 +1,5 @@
 """`turn.connection(...)`: the person's connected account at a provider the stack declares, asked for once
-(Profile v2: `AUTH_REQUIRED`, kind `connection`) and used through `Connection` (README "Connections").
+(Profile v2: `AUTH_REQUIRED`, kind `connection`) and used through `Connection` (docs/writing/connections.md).
 
 What the journal keeps of it is whether the account was connected when the turn first asked, and the person's
 answer: never a token. Tokens are read from the connection store when the Agent's code uses them, refreshed when
@@ -186,5 +186,5 @@ def check_declared(agents: Sequence[Any], providers: dict[str, Provider]) -> Non
             declared = ", ".join(sorted(providers)) or "none"
             raise UnknownConnection(
                 f"Agent {agent.name!r} asks for connection {missing[0]!r}, which this stack does not declare "
-                f"(declared: {declared}; README \"Connections\")"
+                f"(declared: {declared}; see docs/writing/connections.md, Providers)"
             )

@@ -1,5 +1,5 @@
-"""Durable delegation (issue 19): `turn.delegate(...)` hands work to another A2A 1.0 Agent and waits for it
-without holding a Lambda.
+"""Durable delegation: `turn.delegate(...)` hands work to another A2A 1.0 Agent and waits for it
+without holding a Lambda (docs/writing/delegation.md).
 
 Every step is journaled (engine/replay.py), so a rerun replays what the delegate answered instead of asking again:
 
@@ -246,7 +246,8 @@ class Delegation:
             if asked_id:
                 answered[asked_id] = answer
         if answer.get(MOVED_ON):
-            # README "Connections": connected at the delegate; look again (re-asked if it still waits for it).
+            # docs/writing/connections.md: connected at the delegate; look again (re-asked if it still waits
+            # for it).
             answered.pop(asked_id, None)
             return self._replay.effect(READ, lambda key: self._read(record, headers), idempotent=True)
 

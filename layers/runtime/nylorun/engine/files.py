@@ -85,7 +85,8 @@ class FileService:
         data: bytes | None
         urls = sum(1 for p in message.parts if p.url is not None and not p.url.startswith(REF))
         if urls > self._settings.max_url_parts:
-            # Issue 15: each url part is one fetch by the turn; the count bounds the work one message can ask for.
+            # Each url part is one fetch by the turn; the count bounds the work one message can ask for
+            # (docs/limits.md).
             raise InvalidParamsError(
                 f"Too many url file parts: {urls}; the limit is {self._settings.max_url_parts} per message",
                 field_violations=[("message.parts", "Too many url file parts.")],
@@ -159,7 +160,7 @@ class FileService:
         """The files of a caller's message. External url parts are fetched once (`fetch(index, part, max_bytes)`
         runs the fetch as a journaled effect) and kept in the bucket, all of them together at most `max_url_bytes`."""
         handles: list[FileHandle] = []
-        budget = self._settings.max_url_bytes  # Issue 15: what all the url files of one message may add up to
+        budget = self._settings.max_url_bytes  # what all the url files of one message may add up to
         for index, part in enumerate(message.parts):
             if part.url is None:
                 continue
@@ -231,7 +232,8 @@ class FileService:
     def render_parts(self, parts: list[Part]) -> list[Part]:
         return [self.render_part(p) for p in parts]
 
-    # ------------------------------------------------------------------ retention (README "Data retention")
+    # ------------------------------------------------------------------ retention
+    # (docs/operate.md#data-retention)
     def forget(self, task_id: str, owner: Owner, context_id: str, remains: TaskRemains) -> list[tuple[str, str]]:
         """Delete every version of the bucket an expired task named: its callers' files (history), its outputs
         (artifacts, and every version its journal wrote, a rewrite's older ones too), its fetched url files. Only

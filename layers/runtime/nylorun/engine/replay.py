@@ -1,4 +1,4 @@
-"""Replay: the journal cursor that makes a turn durable (README "How a turn survives").
+"""Replay: the journal cursor that makes a turn durable (docs/writing/index.md#how-a-turn-survives).
 
 Every run of the turn function runs the agent from the top. Each effect, interaction and usage report takes
 the next position (`seq`) in the turn's journal:
@@ -9,7 +9,7 @@ the next position (`seq`) in the turn's journal:
   result); the turn stops with `OutcomeLost` and the task stays WORKING with `effects/v1` `uncertain`;
 * an interaction with a journaled answer returns that answer; one without stops the turn (`Interrupted`);
 * a usage report journaled already is not journaled (counted) again;
-* a wait (for a delegate's task, issue 19) without an entry stops the turn (`Waiting`); with one, the run is its
+* a wait (for a delegate's task) without an entry stops the turn (`Waiting`); with one, the run is its
   wake-up and goes on;
 * an operation of another kind or name than the journal holds at its position is `NonDeterministicAgent`.
 
@@ -60,7 +60,7 @@ class OutcomeLost(BaseException):
 
 
 class Waiting(BaseException):
-    """The turn waits for something outside (a delegate's task, issue 19): it stops here, the task stays WORKING,
+    """The turn waits for something outside (a delegate's task): it stops here, the task stays WORKING,
     and it runs again when woken (the delegate's callback) or when the wait times out (a poll)."""
 
     def __init__(self, seq: int, wait_id: str) -> None:

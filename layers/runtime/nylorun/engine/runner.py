@@ -5,7 +5,7 @@
 * expire    nobody answered in time: the task fails
 * fail      the run failed past its retries: the task fails, with no internals in the message
 * deadline  a lost outcome waited for an operator past its deadline (WaitForOperator): the task fails, unless
-            an operator resolved it meanwhile (issue 16)
+            an operator resolved it meanwhile (docs/operate.md, "Lost outcomes")
 
 Each action is safe to run twice on the same input: Step Functions and Lambda both retry.
 """
@@ -48,7 +48,7 @@ AGENT_ERRORS = (AGENT_RAISED, NOT_DETERMINISTIC)
 
 
 class Outcome(TypedDict):
-    outcome: str  # "ended" | "interrupted" | "uncertain" | "waiting" (for a delegate, issue 19)
+    outcome: str  # "ended" | "interrupted" | "uncertain" | "waiting" (for a delegate)
     interactionId: str | None
 
 
@@ -147,7 +147,7 @@ class TurnRunner:
         except Interrupted as stop:
             return self._interrupt(record, output, stop)
         except Waiting as waiting:
-            # Waiting for a delegate (issue 19): the task stays WORKING (its progress is written); the state machine
+            # Waiting for a delegate: the task stays WORKING (its progress is written); the state machine
             # parks until the delegate's callback or the poll interval wakes it.
             metrics.add_metric(name="DelegateWait", unit=MetricUnit.Count, value=1)
             return {"outcome": "waiting", "interactionId": waiting.wait_id}
@@ -155,7 +155,7 @@ class TurnRunner:
             logger.warning("effect outcome lost", extra={"effect_id": lost.effect_id})
             metrics.add_metric(name="EffectUncertain", unit=MetricUnit.Count, value=1)
             uncertain = uncertain_message(task_id, record.context_id, lost.effect_id, output.plan, output.view)
-            # Issue 16: marked as waiting for an operator (`nylorun admin uncertain`) in this attempt; the state
+            # Marked as waiting for an operator (`nylorun admin uncertain`) in this attempt; the state
             # machine waits (WaitForOperator) and then calls `deadline` with the same attempt.
             lost_in = Uncertainty(effect_id=lost.effect_id, seq=lost.seq, attempt=record.attempt)
             self._safely(
@@ -260,7 +260,7 @@ class TurnRunner:
                 self._orchestrator.resume(token)
         return {"outcome": "parked", "interactionId": interaction_id}
 
-    # ------------------------------------------------------------------ deadline (issue 16)
+    # ------------------------------------------------------------------ deadline (docs/operate.md)
     def deadline(self, task_id: str, attempt: int) -> Outcome:
         """Nobody resolved the lost outcome of this attempt in time: the task fails saying the step's outcome is
         unknown, and its context moves on. An operator who resolved it meanwhile started a new attempt (the mark

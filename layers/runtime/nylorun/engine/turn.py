@@ -1,4 +1,4 @@
-"""The `Turn` an agent's code receives: exactly the surface README "Writing an Agent" lists, nothing more.
+"""The `Turn` an agent's code receives: exactly the surface docs/writing/index.md lists, nothing more.
 
 The `Turn` delegates every journaled operation (effects, interactions, usage) and every caller-visible write to
 the turn's `Replay` (engine/replay.py), which makes a rerun of the agent durable, and renders its messages with
@@ -12,7 +12,8 @@ Components (`show`, and `Component`s in `reply` and `artifact`: profile/componen
 validated where the Turn takes them. Decision: one its kind refuses is an `InvalidComponent` raised in the agent's
 code when the Runtime runs for development (`nylorun serve`, `sam local`: `strict`), so the mistake shows where it
 was made; deployed, the part is dropped with a warning log and the `ComponentDropped` metric, and the turn goes on
-(ADR 0051: an invalid payload is dropped), so a model's malformed table never fails a person's refund.
+(an invalid payload is dropped: docs/decisions/0020-components-and-push-config-lifetime.md), so a model's malformed
+table never fails a person's refund.
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ class Turn:
         self._output.note = ANSWERED_TEXT
         return answer
 
-    # ------------------------------------------------------------------ delegation (issue 19)
+    # ------------------------------------------------------------------ delegation (docs/writing/delegation.md)
     def delegate(
         self,
         agent_url: str,

@@ -1,4 +1,5 @@
-"""Model-backed Agents: a tool loop on Amazon Bedrock Converse, durable by replay (README "A model-backed Agent").
+"""Model-backed Agents: a tool loop on Amazon Bedrock Converse, durable by replay
+(docs/writing/model-agents.md).
 
     from nylorun.models import converse, model_from_settings, tool
 

@@ -1,11 +1,11 @@
 """The tool loop: call the model, run the tools it asks for, give it their results, until it answers.
 
-Durable by replay (README "How a turn survives"): each model call is a journaled effect, so a rerun of the turn
-reads the journaled answer and never calls the model again (a model call that was lost is simply made again,
-`idempotent=True`: it changes nothing outside); each tool call is its own effect with its own idempotency key;
-a tool that needs approval asks `turn.approval` first (the turn stops until a person answers, then replays to
-here). Profile v2: the caller sees only the model's final words; tool names, arguments, results and the model's
-tool-use blocks stay in the journal.
+Durable by replay (docs/writing/index.md#how-a-turn-survives): each model call is a journaled effect, so a
+rerun of the turn reads the journaled answer and never calls the model again (a model call that was lost is
+simply made again, `idempotent=True`: it changes nothing outside); each tool call is its own effect with its
+own idempotency key; a tool that needs approval asks `turn.approval` first (the turn stops until a person
+answers, then replays to here). Profile v2: the caller sees only the model's final words; tool names,
+arguments, results and the model's tool-use blocks stay in the journal.
 """
 
 from __future__ import annotations

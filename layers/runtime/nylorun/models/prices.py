@@ -1,10 +1,11 @@
 """What a model call costs: tokens from Converse's `usage` times a per-model price (US dollars per million tokens).
 
-The defaults are Amazon Bedrock's on-demand prices in US East (N. Virginia) for the models README "A model-backed
-Agent" documents, from https://aws.amazon.com/bedrock/pricing/ as published in June 2025. They were NOT re-read
-from this repository's build machines (they reach no AWS page): check the page before relying on a cost figure,
-and set NYLORUN_MODEL_PRICES to your own (a model id absent from both reports its tokens at cost 0, logged).
-Cache reads and writes, batch and provisioned throughput are priced otherwise and not counted here.
+The defaults are Amazon Bedrock's on-demand prices in US East (N. Virginia) for the models
+docs/writing/model-agents.md documents, from https://aws.amazon.com/bedrock/pricing/ as published in June
+2025. They were NOT re-read from this repository's build machines (they reach no AWS page): check the page
+before relying on a cost figure, and set NYLORUN_MODEL_PRICES to your own (a model id absent from both reports
+its tokens at cost 0, logged). Cache reads and writes, batch and provisioned throughput are priced otherwise
+and not counted here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The ports a connection needs: where connected accounts and consents in flight are kept, and the OAuth 2.0 client
-that speaks to a provider (README "Connections")."""
+that speaks to a provider (docs/writing/connections.md)."""
 
 from __future__ import annotations
 

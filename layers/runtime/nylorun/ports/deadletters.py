@@ -1,5 +1,5 @@
-"""Dead letters (issue 16): the queued turns and push deliveries the Runtime gave up on, each tied back to its
-task, for an operator to look at (`nylorun admin dlq`) and move back (`nylorun admin redrive`)."""
+"""Dead letters: the queued turns and push deliveries the Runtime gave up on, each tied back to its
+task, for an operator to look at (`nylorun admin dlq`) and move back (`nylorun admin redrive`): docs/operate.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The port a turn delegates through (issue 19): another A2A 1.0 Agent, spoken to as a client.
+"""The port a turn delegates through: another A2A 1.0 Agent, spoken to as a client.
 
 Messages and tasks cross it as A2A 1.0 wire JSON (ProtoJSON names), because that is what the other Agent
 speaks and what the journal keeps: a replay reads back exactly what the delegate answered.

@@ -21,7 +21,7 @@ from nylorun.protocol.models import Artifact, Message, TaskPushNotificationConfi
 
 @dataclass(frozen=True)
 class Uncertainty:
-    """README "Lost outcomes": the effect whose outcome was lost, that the task waits on an operator for
+    """docs/operate.md#lost-outcomes: the effect whose outcome was lost, that the task waits on an operator for
     (`nylorun admin`)."""
 
     effect_id: str  # the effect's idempotency key, `opaque_id(task, seq, "eff")`, as effects/v1 shows it
@@ -42,13 +42,14 @@ class TaskRecord:
     interaction: Interaction | None = None
     plan: list[PlanStep] = field(default_factory=list)
     version: int = 0
-    # When it expires (epoch seconds; README "Data retention"): set by the status that ends it, never before.
+    # When it expires (epoch seconds; docs/operate.md#data-retention): set by the status that ends it, never
+    # before.
     expires_at: int | None = None
     # Which run of the turn this is: 0, then one more each time an operator resumes it after a lost outcome
-    # (README "Lost outcomes"). Its Step Functions execution is named after the task and this
+    # (docs/operate.md#lost-outcomes). Its Step Functions execution is named after the task and this
     # (`execution_name`).
     attempt: int = 0
-    # README "Lost outcomes": the lost effect the task waits on an operator for (set by
+    # docs/operate.md#lost-outcomes: the lost effect the task waits on an operator for (set by
     # `set_status(uncertain=…)`, cleared by the next status write).
     uncertainty: Uncertainty | None = None
 
@@ -102,8 +103,9 @@ class StoredPushConfig:
     extensions: tuple[str, ...] = ()
     # When it expires (epoch seconds; TTL): set once its task has ended.
     expires_at: int | None = None
-    # Who created it (the task's owner): its deliveries are signed with this subject's key (README "Push
-    # notifications"). Empty on configs stored before it was kept: the push service then reads the task's owner.
+    # Who created it (the task's owner): its deliveries are signed with this subject's key
+    # (docs/calling/push.md#your-signing-key). Empty on configs stored before it was kept: the push service
+    # then reads the task's owner.
     subject: str = ""
 
 
@@ -159,8 +161,8 @@ class Resolution:
 
 @dataclass(frozen=True)
 class OperatorAction:
-    """What an operator did to a task (`nylorun admin`, README "Lost outcomes"), and who: kept beside the task's
-    journal."""
+    """What an operator did to a task (`nylorun admin`, docs/operate.md#lost-outcomes), and who: kept beside
+    the task's journal."""
 
     at: str  # ISO 8601 UTC, as status timestamps
     operator: str  # the IAM principal's ARN, or "local:<user>"
@@ -179,7 +181,7 @@ class ExpiredTask:
 
 @dataclass(frozen=True)
 class TaskRemains:
-    """What is left of a task whose item expired (README "Data retention"): where its files are named."""
+    """What is left of a task whose item expired (docs/operate.md#data-retention): where its files are named."""
 
     history: list[Message]
     artifacts: list[Artifact]

@@ -25,7 +25,7 @@ class TurnOrchestrator(Protocol):
 
     def start(self, task_id: str, attempt: int = 0) -> None:
         """Start the task's turn. Idempotent: the execution is named by the task id, and from attempt 1 (a turn an
-        operator resumed, issue 16) by the task id and the attempt."""
+        operator resumed) by the task id and the attempt."""
         ...
 
     def resume(self, token: str) -> None:

@@ -79,7 +79,7 @@ class TurnStore(Protocol):
         uncertain: Uncertainty | None = None,
         expect_uncertain: int | None = None,
     ) -> TaskRecord:
-        """README "Lost outcomes": `uncertain` marks the task as waiting for an operator (listed by
+        """docs/operate.md#lost-outcomes: `uncertain` marks the task as waiting for an operator (listed by
         `uncertain_tasks`) until its next status write, which clears the mark; `expect_uncertain` writes only
         while the task is marked so in that attempt (NotInState otherwise: an operator resumed it meanwhile).
 
@@ -156,7 +156,7 @@ class OperatorLog(Protocol):
 
 
 class OperatorStore(OperatorLog, Protocol):
-    """README "Lost outcomes": the tasks waiting for an operator, and an operator's resolution of one."""
+    """docs/operate.md#lost-outcomes: the tasks waiting for an operator, and an operator's resolution of one."""
 
     def uncertain_tasks(self) -> list[UncertainTask]:
         """Every subject's tasks marked uncertain (`set_status(uncertain=…)`), oldest first; never a Scan."""
@@ -223,7 +223,7 @@ class FileVersions(Protocol):
 
 
 class RetentionStore(Protocol):
-    """What goes when a task expires (README "Data retention")."""
+    """What goes when a task expires (docs/operate.md#data-retention)."""
 
     def remains(self, task_id: str) -> TaskRemains:
         """The history, artifacts and journal still stored for a task (its item may be gone already)."""

@@ -1,16 +1,17 @@
-"""Typed components: tables, key-value lists, timelines and code references a client can draw (issue 17).
+"""Typed components: tables, key-value lists, timelines and code references a client can draw.
 
 On the wire a component is an A2A 1.0 DataPart with `mediaType` `application/vnd.protolabs.component-v1+json`
-and `data` `{component, props, title?}` (ADR 0051 "Slice 2 — component rendering": the same MIME, so its console
-draws them). Next to it, in the same message and just before it, goes a text part with its plain-text rendering,
-marked `metadata: {"componentFallback": true}`: a core-tier client reads the text, a client that knows the MIME
-draws the component and skips the text (docs/components.md).
+and `data` `{component, props, title?}` (the same MIME as the console's component rendering, so it draws them:
+docs/decisions/0020-components-and-push-config-lifetime.md). Next to it, in the same message and just before it,
+goes a text part with its plain-text rendering, marked `metadata: {"componentFallback": true}`: a core-tier client
+reads the text, a client that knows the MIME draws the component and skips the text (docs/components.md).
 
 The registry holds the core kinds, each validated by a pydantic model: `table`, `keyvalue`, `timeline` (free-form
-data with a schema) and `code-ref` (a strict schema; built only by `code_ref()`, never from a name and props, as
-ADR 0112 amends 0051). `register_component(name, validator)` adds a kind of your own and refuses a core name, so
-nothing loosens a core kind (ADR 0051, amended 2026-09-25). A payload is forwarded only when its validator accepts
-it; what happens to one it refuses is the Turn's decision (engine/turn.py).
+data with a schema) and `code-ref` (a strict schema; built only by `code_ref()`, never from a name and props:
+docs/decisions/0021-strict-code-ref.md). `register_component(name, validator)` adds a kind of your own and refuses
+a core name, so nothing loosens a core kind (docs/decisions/0020-components-and-push-config-lifetime.md). A payload
+is forwarded only when its validator accepts it; what happens to one it refuses is the Turn's decision
+(engine/turn.py).
 
 Profile v2 visibility rule: a component is a result or a plan-like view. It never carries tool calls, their
 arguments or their results.
@@ -89,7 +90,9 @@ class Timeline(Props):
 
 
 class CodeRef(Props):
-    """A pointer into a file of the project: strict (ADR 0112), so no unknown key and no coerced type passes."""
+    """A pointer into a file of the project: strict, so no unknown key and no coerced type passes.
+
+    Why: docs/decisions/0021-strict-code-ref.md."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, hide_input_in_errors=True
@@ -247,7 +250,7 @@ class ComponentRegistry:
             props = _checked(kind.validator, dict(component.props))
         except (ValidationError, ValueError, TypeError) as refused:
             raise InvalidComponent(f"{kind.name} component refused: {refused}") from None
-        except Exception as refused:  # noqa: BLE001 - ADR 0051: a validator that raises drops the payload
+        except Exception as refused:  # noqa: BLE001 - a validator that raises drops the payload (decision 0020)
             raise InvalidComponent(f"{kind.name} component refused by its validator: {refused!r}") from None
         return Component(kind.name, props, component.title)
 

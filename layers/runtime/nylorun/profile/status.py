@@ -30,12 +30,12 @@ from nylorun.protocol.text import repaired
 UNCERTAIN_TEXT = (
     "A step's outcome was lost; it will not be repeated. An operator must reconcile it or cancel the task."
 )
-# Issue 16: the FAILED status of an uncertain task nobody resolved within the uncertainty deadline.
+# The FAILED status of an uncertain task nobody resolved within the uncertainty deadline (docs/operate.md).
 UNKNOWN_OUTCOME_TEXT = (
     "A step's outcome was lost and no operator resolved it in time: whether that step took effect is unknown. "
     "The task has ended."
 )
-# Issue 16: the WORKING status once an operator resolved the lost outcome and the turn resumes.
+# The WORKING status once an operator resolved the lost outcome and the turn resumes.
 RESOLVED_TEXT = "An operator resolved the step whose outcome was lost; the task continues."
 # The WORKING status once a person answered (progress/v1), until the Agent says something new.
 ANSWERED_TEXT = "Answer received; continuing."

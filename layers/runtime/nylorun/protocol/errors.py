@@ -131,7 +131,8 @@ def context_busy(context_id: str, task_id: str | None) -> UnsupportedOperationEr
 
 
 def quota_exceeded(quota: str, limit: int, what: str) -> UnsupportedOperationError:
-    """A per-subject quota refused the request and nothing was written (README "Security", "Decisions").
+    """A per-subject quota refused the request and nothing was written (docs/security.md#quotas; why -32004:
+    docs/decisions/0014-quota-error.md).
 
     Like CONTEXT_BUSY: an A2A code every client maps (-32004: the Runtime will not do this now), the quota's own
     reason under the profile's domain, and the quota's name and limit in `metadata`, where SDK clients look.

@@ -1,5 +1,5 @@
-"""The consent flow of a connection (README "Connections"): start it for the subject who asked, complete it from
-the provider's redirect, resume the turn; list and revoke a caller's own connections.
+"""The consent flow of a connection (docs/writing/connections.md): start it for the subject who asked,
+complete it from the provider's redirect, resume the turn; list and revoke a caller's own connections.
 
 Security model, in one place: the `state` sent to the provider is single-use (its digest keyed, deleted as it is
 read), expires in START_SECONDS, and is bound to the subject, the task and the interaction it was made for and to

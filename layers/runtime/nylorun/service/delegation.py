@@ -1,4 +1,4 @@
-"""The Runtime's side of delegations that are not the turn's own steps (issue 19): the delegate's push callbacks,
+"""The Runtime's side of delegations that are not the turn's own steps: the delegate's push callbacks,
 and canceling a delegating task's delegates.
 
 A callback only wakes the waiting turn: what it says is never used (the turn reads the delegate's task itself,

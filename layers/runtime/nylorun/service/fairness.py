@@ -1,14 +1,15 @@
 """Fair delivery workers: whether a push attempt may start now (its subject's delivery-time budget, its receiver's
 breaker) and with which deadline, and what its outcome does to that budget and the receiver's breaker.
 
-The bound (README "Push notifications"): before an attempt, its whole deadline is reserved from its subject's budget
-for the current window (`Settings.subject_budget` seconds per `Settings.subject_budget_window`, shared by every push
-instance, one atomic write); after it, the part it did not hold is given back (a crashed instance's reservation
-stays spent). An attempt that holds time in a given minute started at most one deadline before it, so within one
-window's span, which meets at most two windows: one subject's attempts hold at most 2 × subject_budget, its share of
-the push function's concurrency × 60 s, in any minute, whatever its receivers do. A receiver that answers at once
-costs milliseconds of it; one that never answers, its whole deadline. The breaker keeps a receiver that keeps failing
-from using even that: its deliveries are parked without an attempt.
+The bound (docs/architecture.md#fair-push-delivery): before an attempt, its whole deadline is reserved from
+its subject's budget for the current window (`Settings.subject_budget` seconds per
+`Settings.subject_budget_window`, shared by every push instance, one atomic write); after it, the part it did
+not hold is given back (a crashed instance's reservation stays spent). An attempt that holds time in a given
+minute started at most one deadline before it, so within one window's span, which meets at most two windows:
+one subject's attempts hold at most 2 × subject_budget, its share of the push function's concurrency × 60 s,
+in any minute, whatever its receivers do. A receiver that answers at once costs milliseconds of it; one that
+never answers, its whole deadline. The breaker keeps a receiver that keeps failing from using even that: its
+deliveries are parked without an attempt.
 """
 
 from __future__ import annotations

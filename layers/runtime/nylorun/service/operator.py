@@ -1,5 +1,5 @@
-"""What an operator does to a task whose step lost its outcome (issue 16; `nylorun admin`, README "Operating the
-Runtime"), and the gauge of the tasks waiting for one.
+"""What an operator does to a task whose step lost its outcome (`nylorun admin`,
+docs/operate.md#lost-outcomes), and the gauge of the tasks waiting for one.
 
 Profile v2: a lost outcome leaves the task WORKING with effects/v1 `uncertain`; the Runtime never runs the effect
 again by itself. An operator looks at the outside world, then either

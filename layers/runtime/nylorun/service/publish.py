@@ -43,10 +43,11 @@ class EventPublisher:
             self._bus.publish(events)
             metrics.add_metric(name="EventsPublished", unit="Count", value=len(events))
         if self._push_queue is not None:
-            # Issue 15: straight into the task's own group. An EventBridge rule can only put every event in one
-            # fixed group (an SQS target's MessageGroupId is a plain string), which every task's events then passed
-            # single file: one caller's flood of events held up every other caller's pushes. A retried record
-            # queues its events again; the queue drops each within 5 minutes (its deduplication id is the event's).
+            # Straight into the task's own group (docs/architecture.md, "Fair push delivery"). An EventBridge rule
+            # can only put every event in one fixed group (an SQS target's MessageGroupId is a plain string), which
+            # every task's events then passed single file: one caller's flood of events held up every other
+            # caller's pushes. A retried record queues its events again; the queue drops each within 5 minutes (its
+            # deduplication id is the event's).
             for event in events:
                 hand_off(
                     self._store,

@@ -4,7 +4,7 @@ with Standard Webhooks, to hosts the Runtime allows. Retries last up to 24 hours
 Three steps, one queue (SQS FIFO):
 * hand-off, in the publish function (`hand_off`): an event whose task has push configs is queued in its task's
   own message group, one message; an event of a task without configs is not queued at all. No message group is
-  shared by tasks, so no task's events (however many) hold up another task's (issue 15);
+  shared by tasks, so no task's events (however many) hold up another task's (docs/architecture.md);
 * fan-out, in the task's group (its events keep their order): one delivery per push config, queued ten per
   SQS call, `push_fan_out_step` at a time: the event is then handed back and stays first in its group (a
   cursor in the table says how far it got), so 1,000 configs of one task take turns with other tasks'
@@ -190,8 +190,9 @@ class PushService:
         )
         # The checked status, not the event's word: a forged COMPLETED must not expire anyone's configs.
         if kind == "statusUpdate" and TaskState(payload["status"]["state"]).terminal:
-            # ADR 0051: a config lives as long as its task: once the task has ended, its configs expire with it
-            # (README "Data retention"; each step the configs it queued: one step's work stays small).
+            # A config lives as long as its task: once the task has ended, its configs expire with it
+            # (docs/decisions/0020-components-and-push-config-lifetime.md, docs/operate.md#data-retention; each
+            # step the configs it queued: one step's work stays small).
             expires = (head or {}).get("expiresAt")  # the checked status ended the task: its end wrote expiresAt
             if expires is not None:
                 self._store.expire_push_configs(task_id, int(expires), [str(c.config.id) for c in step])
@@ -206,7 +207,7 @@ class PushService:
         self, kind: str, payload: Any, task_id: str, head: dict[str, Any] | None
     ) -> dict[str, Any] | None:
         """The event's payload as the table vouches for it (`head`: the task item), or None. Anyone allowed to put
-        messages on the push queue could otherwise make the Runtime sign any content (issue 15): a status goes out only if it
+        messages on the push queue could otherwise make the Runtime sign any content: a status goes out only if it
         is one of the task's latest statuses (the task item's `statusLog`), an artifact only as the table holds it
         now."""
         if head is None or not isinstance(payload, dict) or payload.get("taskId") != task_id:
@@ -250,7 +251,7 @@ class PushService:
             "Content-Type": "application/json",
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(int(now)),
-            # Issue 15: signed with the keys of the config's subject only, so its receiver's key verifies this
+            # Signed with the keys of the config's subject only, so its receiver's key verifies this
             # delivery and no other subject's; asked for each delivery, so a rotated secret is used in time.
             "webhook-signature": sign(
                 self._keys.for_subject(subject), delivery.webhook_id, datetime.fromtimestamp(now, tz=UTC), body

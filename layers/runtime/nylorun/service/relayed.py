@@ -1,4 +1,5 @@
-"""Close a delegating task's relayed connection when its delegate goes on without it (README "Connections").
+"""Close a delegating task's relayed connection when its delegate goes on without it
+(docs/writing/connections.md).
 
 The person connects the delegate's account in the browser, at the delegate: its callback resumes the delegate's
 turn, and no answer ever reaches the delegating task, which shows the same connection as its own interaction

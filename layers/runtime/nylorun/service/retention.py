@@ -1,4 +1,4 @@
-"""Retention (README "Data retention"): a task and everything of it expire the retention after it ends.
+"""Retention (docs/operate.md#data-retention): a task and everything of it expire the retention after it ends.
 
 The status that ends a task sets its TTL (`expiresAt`) in the same write; readers treat an expired task as gone at
 once. DynamoDB's TTL deletes the task item (within days); its REMOVE on the table's stream runs `expired` (the sweep

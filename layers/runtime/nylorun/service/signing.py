@@ -1,5 +1,5 @@
 """The keys that sign a subject's push deliveries, for the push function (to sign) and for the subject itself
-(`GET /v1/a2a/push-signing-secrets`, to verify). Issue 15: per subject, so no tenant can forge another's."""
+(`GET /v1/a2a/push-signing-secrets`, to verify). Per subject, so no tenant can forge another's (docs/security.md)."""
 
 from __future__ import annotations
 

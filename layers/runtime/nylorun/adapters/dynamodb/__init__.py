@@ -54,7 +54,7 @@ class DynamoTaskStore(
         # without a sealer (no key) they are stored as they are.
         self._sealer = sealer
         self._quotas = quotas or Quotas()
-        self._retention = retention_seconds  # README "Data retention": from a task's end to its expiry
+        self._retention = retention_seconds  # docs/operate.md#data-retention: from a task's end to its expiry
 
 
 if TYPE_CHECKING:  # mypy fails here when the port changes and this adapter does not follow

@@ -176,7 +176,7 @@ def task_record(item: dict[str, Any]) -> TaskRecord:
 
 
 def uncertain_attributes(task_id: str, since: str, uncertainty: Uncertainty) -> dict[str, Any]:
-    """What marks a task item as waiting for an operator (issue 16; `layout.UNCERTAIN_ATTRIBUTES`)."""
+    """What marks a task item as waiting for an operator (`layout.UNCERTAIN_ATTRIBUTES`)."""
     return {
         **layout.uncertain_keys(task_id, since),
         "uncertainEffect": uncertainty.effect_id,
@@ -229,7 +229,7 @@ def journal_item(task_id: str, entry: JournalEntry) -> dict[str, Any]:
         "finished": entry.finished,
         "result": dumps(entry.result) if entry.finished else None,
         "answer": dumps(entry.answer) if entry.answer is not None else None,
-        # Issue 16: when, for an operator's eyes (`nylorun admin show`).
+        # When, for an operator's eyes (`nylorun admin show`).
         "startedAt": entry.started_at or now_timestamp(),
         "finishedAt": entry.finished_at or (now_timestamp() if entry.finished else None),
     }
@@ -282,7 +282,7 @@ def fingerprint(bound: list[Any]) -> str:
 
 def seal(raw: Any) -> str:
     """`raw` as a page token: its JSON, with a MAC under the Runtime's key, so a caller can neither make one up nor
-    edit one (issue 15), only hand back what it was given."""
+    edit one, only hand back what it was given (docs/decisions/0016-page-tokens-sealed.md)."""
     body = base64.urlsafe_b64encode(json.dumps(raw, separators=(",", ":")).encode()).decode().rstrip("=")
     return f"{body}.{RUNTIME_KEY.digest('page-token', body)[:32]}"
 

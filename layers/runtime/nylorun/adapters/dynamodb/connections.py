@@ -1,4 +1,4 @@
-"""The `ConnectionStore` port on the task table (README "Connections"):
+"""The `ConnectionStore` port on the task table (docs/writing/connections.md):
 
     CONN#<subject-key>   <agent>#<provider>   a connected account: its scopes, its tokens (sealed by the caller of
                                               this store, CONNECTION_PURPOSE), a version (refreshes race on it),
@@ -76,7 +76,8 @@ class DynamoConnectionStore:
             old = self.get_connection(connection.key)
             version = (old.version if old else 0) + 1
         else:
-            # Two turns refreshing at once: the second's write finds the first's version and loses (README).
+            # Two turns refreshing at once: the second's write finds the first's version and loses
+            # (docs/writing/connections.md).
             version = expect_version + 1
             condition = {
                 "ConditionExpression": "version = :v", "ExpressionAttributeValues": {":v": {"N": str(expect_version)}}

@@ -84,7 +84,7 @@ class Journal:
         )
         return [self._open_token(task_id, str(i["token"])) for i in items]
 
-    # ------------------------------------------------------------------ operators (issue 16)
+    # ------------------------------------------------------------------ operators (docs/operate.md)
     def record_operator_action(self, task_id: str, action: OperatorAction) -> None:
         key = layout.operator_action(task_id, action.at, secrets.token_hex(4))
         self._t.put({**key, "at": action.at, "operator": action.operator, "action": action.action,

@@ -5,8 +5,9 @@ Items (PK / SK):
                                      configs: `pushConfigs`), its attempt, GSI keys, the lost effect it waits
                                      on an operator for (`uncertainEffect`, `uncertainSeq`, `uncertainAttempt`),
                                      metadata when small, `contentBytes` (history + artifacts, the size budget),
-                                     `expiresAt` once it has ended (README "Data retention": everything below that
-                                     belongs to the task goes with it, adapters/dynamodb/retention.py)
+                                     `expiresAt` once it has ended (docs/operate.md#data-retention: everything
+                                     below that belongs to the task goes with it,
+                                     adapters/dynamodb/retention.py)
     TASK#<task>      META            the task's metadata when larger than INLINE_METADATA_BYTES (written once)
     TASK#<task>      MSG#<seq:08>    one history message (wire JSON); a caller's names its MID item (`sent`)
     TASK#<task>      ART#<artifact>  one artifact (wire JSON) and its order

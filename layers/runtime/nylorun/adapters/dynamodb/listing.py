@@ -40,7 +40,7 @@ class TaskListing:
             "KeyConditionExpression": key_condition,
             "ScanIndexForward": False,  # docs/protocol.md §7.3: most recently updated first
         }
-        # README "Data retention": an expired task is gone from the list too, before TTL deletes it.
+        # docs/operate.md#data-retention: an expired task is gone from the list too, before TTL deletes it.
         filters = ["(attribute_not_exists(expiresAt) OR expiresAt > :now)"]
         values[":now"] = int(time.time())
         if query.state is not None:

@@ -18,7 +18,8 @@ class TaskReads:
         )
         task = next((i for i in items if i["SK"] == "TASK"), None)
         if task is None or codec.expired(task):
-            return None  # README "Data retention": an expired task is gone, whether or not TTL has deleted it yet
+            # docs/operate.md#data-retention: an expired task is gone, whether or not TTL has deleted it yet
+            return None
         record = codec.task_record(task)
         meta = next((i for i in items if i["SK"] == "META"), None)
         if meta is not None:

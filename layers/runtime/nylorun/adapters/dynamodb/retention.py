@@ -1,6 +1,7 @@
-"""What goes when a task expires (README "Data retention"): the task item carries the TTL (`expiresAt`, set by the
-status that ends it); when DynamoDB's TTL deletes it, the sweep function (the stream's REMOVE) removes the rest
-with these. Every step is a delete by key, so a repeated or resumed removal does nothing twice."""
+"""What goes when a task expires (docs/operate.md#data-retention): the task item carries the TTL (`expiresAt`,
+set by the status that ends it); when DynamoDB's TTL deletes it, the sweep function (the stream's REMOVE)
+removes the rest with these. Every step is a delete by key, so a repeated or resumed removal does nothing
+twice."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def decode_change(record: dict[str, Any]) -> Change | None:
 def decode_expiry(record: dict[str, Any]) -> ExpiredTask | None:
     """The task a stream record shows expired: the REMOVE of a task item whose `expiresAt` had passed when it was
     removed (DynamoDB's TTL, or anyone removing an expired task). Any other record, a task item removed before its
-    expiry among them, is none: only an ended task ever carries `expiresAt` (README "Data retention")."""
+    expiry among them, is none: only an ended task ever carries `expiresAt` (docs/operate.md#data-retention)."""
     old = _image(record, "OldImage")
     if record.get("eventName") != "REMOVE" or old is None or old.get("SK") != "TASK" or "expiresAt" not in old:
         return None

@@ -77,7 +77,8 @@ class TaskWrites(TaskReads):
             ]
             removes: list[str] = []
             if uncertain is not None:
-                # README "Lost outcomes": waiting for an operator, listed (Uncertain index) until the next status write.
+                # docs/operate.md#lost-outcomes: waiting for an operator, listed (Uncertain index) until the
+                # next status write.
                 for name, value in codec.uncertain_attributes(task_id, ts, uncertain).items():
                     sets.append(f"{name} = :u_{name}")
                     values[f":u_{name}"] = value
@@ -101,8 +102,9 @@ class TaskWrites(TaskReads):
                 # (which does not move the version) makes this write read again.
                 condition += " AND (attribute_not_exists(pushConfigs) OR pushConfigs = :configs)"
                 values[":configs"] = configs
-                # README "Data retention": the task expires (TTL) the retention after it ends; everything of it
-                # follows (service/retention.py). Set in the write that ends it, never on an open task.
+                # docs/operate.md#data-retention: the task expires (TTL) the retention after it ends;
+                # everything of it follows (service/retention.py). Set in the write that ends it, never on an
+                # open task.
                 sets.append("expiresAt = :expires")
                 values[":expires"] = int(time.time()) + self._retention
             expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")

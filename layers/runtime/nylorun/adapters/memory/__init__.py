@@ -52,7 +52,7 @@ class InMemoryTaskStore(
         retention_seconds: int = DEFAULT_RETENTION_SECONDS,
     ) -> None:
         self._max_task_bytes = max_task_bytes
-        self._retention = retention_seconds  # README "Data retention": from a task's end to its expiry
+        self._retention = retention_seconds  # docs/operate.md#data-retention: from a task's end to its expiry
         self._quotas = quotas or Quotas()
         # The records every part shares (their shapes: `state.State`).
         self._subjects = {}

@@ -6,7 +6,7 @@ from nylorun.adapters.memory.state import State
 
 
 class FileVersions(State):
-    """File versions per path and scope (README "Files")."""
+    """File versions per path and scope (docs/writing/files.md)."""
 
     def file_version(self, scope: str, path: str, write_key: str) -> int:
         """The version a write at `path` gets: 1, 2, ... per path and scope; a retried write (same key) keeps

@@ -10,7 +10,7 @@ from nylorun.protocol.models import TaskState, TaskStatus, now_timestamp
 
 
 class Operators(State):
-    """Operators' actions and lost outcomes (README "Lost outcomes: tasks waiting for an operator")."""
+    """Operators' actions and lost outcomes (docs/operate.md#lost-outcomes)."""
 
     def record_operator_action(self, task_id: str, action: OperatorAction) -> None:
         with self._lock:

@@ -67,7 +67,7 @@ class InMemoryOrchestrator:
             # The run failed (the runner handles the agent's own errors; this is the store's).
             runner.handle({"action": "fail", "taskId": task_id})
             return
-        # Waiting for a person, or for a delegate (README "Delegating to another Agent").
+        # Waiting for a person, or for a delegate (docs/writing/delegation.md).
         if outcome["outcome"] in ("interrupted", "waiting"):
             token = str(uuid.uuid4())
             with self._lock:

@@ -12,7 +12,7 @@ from nylorun.ports import StoredPushConfig
 
 
 class PushConfigs(State):
-    """Push configs per task, counted against the quotas (README "Quotas"), and the fan-out cursors."""
+    """Push configs per task, counted against the quotas (docs/security.md#quotas), and the fan-out cursors."""
 
     def put_push_config(self, task_id: str, config: StoredPushConfig) -> None:
         """Add or replace (same id) a config; a new one counts against its task and, while the task is open, its

@@ -1,4 +1,4 @@
-"""What goes when a task expires (README "Data retention"): its remains, then their removal."""
+"""What goes when a task expires (docs/operate.md#data-retention): its remains, then their removal."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class TaskEntry:
     journal: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> journal item (codec)
     wait_tokens: dict[str, str] = field(default_factory=dict)  # interaction id -> callback token
     status_log: list[str] = field(default_factory=list)  # as the task item's statusLog (nylorun.events.logged)
-    last_resolution: Resolved | None = None  # an operator's last, and its attempt (README "Lost outcomes")
+    last_resolution: Resolved | None = None  # an operator's last, and its attempt (docs/operate.md#lost-outcomes)
     operator_actions: list[OperatorAction] = field(default_factory=list)
 
     def status_changed(self) -> None:
@@ -72,7 +72,7 @@ class State:
     """What every part of the in-memory store shares: its records and the one lock over them."""
 
     _max_task_bytes: int
-    _retention: int  # README "Data retention": from a task's end to its expiry
+    _retention: int  # docs/operate.md#data-retention: from a task's end to its expiry
     _quotas: Quotas
     _subjects: dict[str, SubjectEntry]
     _lock: threading.RLock
@@ -90,7 +90,7 @@ class State:
     _attempts: dict[str, int]  # a push delivery (its webhook-id) -> its failed attempts
 
     def _live(self, task_id: str) -> TaskEntry | None:
-        """The task, unless it is gone: never stored, removed, or expired (README "Data retention")."""
+        """The task, unless it is gone: never stored, removed, or expired (docs/operate.md#data-retention)."""
         task = self._tasks.get(task_id)
         expires = task.record.expires_at if task is not None else None
         return None if task is None or (expires is not None and expires <= time.time()) else task

@@ -40,8 +40,8 @@ class A2AService(Messages, Tasks, PushConfigs):
         delegations: DelegationCallbacks | None = None,
         connections: ConnectionFlow | None = None,
     ) -> None:
-        self._connections = connections  # README "Connections": what a typed answer to a connection may say
-        # README "Delegating to another Agent": cancel is real, a canceled task's delegates are canceled too.
+        self._connections = connections  # docs/writing/connections.md: what a typed answer to a connection may say
+        # docs/writing/delegation.md: cancel is real, a canceled task's delegates are canceled too.
         self._delegations = delegations
         self._files = files
         self._store = store

@@ -33,6 +33,7 @@ class InboundFiles(ServiceBase):
             raise
 
     def _refused_files(self, message: Message) -> None:
-        # README "Files": a refused request keeps nothing: the bucket's lifecycle expires files marked refused.
+        # docs/writing/files.md: a refused request keeps nothing: the bucket's lifecycle expires files marked
+        # refused.
         if self._files is not None:
             self._files.refuse_inbound(message)

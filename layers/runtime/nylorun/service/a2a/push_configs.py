@@ -32,7 +32,7 @@ class PushConfigs(ServiceBase):
         self._check_push_config(config)
         # Decision: a config on a task that has ended is accepted (A2A allows it; the TCK's push tests do it).
         # It sends nothing (an ended task changes no more) and, like every config (a config lives as long as
-        # its task), expires with its task (README "Data retention").
+        # its task), expires with its task (docs/operate.md#data-retention).
         saved = self._save_push_config(request.task_id, config, caller, record.expires_at)
         return _redacted(saved).wire()
 
@@ -81,7 +81,8 @@ class PushConfigs(ServiceBase):
         config: TaskPushNotificationConfig, caller: Caller, expires_at: int | None = None
     ) -> StoredPushConfig:
         saved = config.model_copy(update={"id": config.id or str(uuid.uuid4()), "tenant": None})
-        # The caller's subject: its deliveries are signed with that subject's key (README "Push notifications").
+        # The caller's subject: its deliveries are signed with that subject's key
+        # (docs/calling/push.md#your-signing-key).
         return StoredPushConfig(
             config=saved,
             created_at=now_timestamp(),
@@ -114,8 +115,8 @@ def _redacted(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
 
 
 def _offset(task_id: str, token: str | None) -> int:
-    """Where a push-config page starts; -32602 unless this Runtime issued the token for this task (README
-    "Decisions": page tokens are sealed)."""
+    """Where a push-config page starts; -32602 unless this Runtime issued the token for this task (page tokens
+    are sealed: docs/decisions/0016-page-tokens-sealed.md)."""
     if not token:
         return 0
     offset, _, mac = token.partition(".")

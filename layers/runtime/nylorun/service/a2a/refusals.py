@@ -7,7 +7,7 @@ from nylorun.protocol.errors import InvalidParamsError, UnsupportedOperationErro
 
 
 def over_budget(large: TooLarge) -> InvalidParamsError:
-    """A caller's message the task has no room for: refused, nothing written (README "Limits")."""
+    """A caller's message the task has no room for: refused, nothing written (docs/limits.md)."""
     return InvalidParamsError(
         f"message would pass the task's size budget: {large}. Start a new task in this context, or send large "
         "content as a url part",
@@ -15,7 +15,7 @@ def over_budget(large: TooLarge) -> InvalidParamsError:
     )
 
 
-# What each quota counts, as its error says it (README "Security").
+# What each quota counts, as its error says it (docs/security.md#quotas).
 _QUOTA_UNITS = {
     "turnsPerContext": "open turns (running, waiting for a person, or queued) in one context; wait for one to end "
     "or cancel one",

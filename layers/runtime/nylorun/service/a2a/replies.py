@@ -47,8 +47,9 @@ class Replies(ServiceBase):
         return self._store.get(record.task_id) or record
 
     def _check_connection_answer(self, record: TaskRecord, value: JsonObject | None) -> None:
-        """README "Connections": a typed `approved: true` connects nothing; it counts only when the subject has
-        the connection already (connected in another task meanwhile). `approved: false` declines."""
+        """docs/writing/connections.md: a typed `approved: true` connects nothing; it counts only when the
+        subject has the connection already (connected in another task meanwhile). `approved: false`
+        declines."""
         if value == {"approved": True} and record.interaction is not None and record.interaction.kind == "connection":
             if self._connections is None:
                 raise InvalidParamsError("This Runtime declares no connection providers: answer `approved: false`")

@@ -87,7 +87,8 @@ class Tasks(ServiceBase):
             raise TaskNotCancelableError(f"Task {record.task_id} ended before it could be canceled") from None
         # Cancel really stops: the journal refuses new effects from now on; stop the execution too, and end
         # any wait for an answer (Step Functions keeps a parked execution until its token is finished).
-        # The execution of its current attempt: each attempt is an execution of its own (README "Lost outcomes").
+        # The execution of its current attempt: each attempt is an execution of its own
+        # (docs/operate.md#lost-outcomes).
         self._orchestrator.stop(record.task_id, record.attempt)
         for token in self._store.wait_tokens(record.task_id):
             self._orchestrator.abandon(token, "Canceled at the caller's request")
