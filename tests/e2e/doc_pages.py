@@ -8,9 +8,12 @@ import re
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 from consent import connect
 from doc_blocks import ROOT, Block, Command, one_line
 from doc_servers import Server, Servers, doc_port, is_server, quoted
@@ -32,6 +35,7 @@ class Step:
     output: str = ""
     server: Server | None = None
     ended: bool = False
+    token: str | None = None  # the bearer token the page's commands use at this step
 
     @property
     def where(self) -> str:
@@ -84,6 +88,7 @@ def run_page(steps: list[Step], servers: Servers, reader: Server, env: dict[str,
              f"ln -sf {quoted(servers.state)}/local-{reader.port}.json {quoted(state)}/local-8080.json"]  # fmt: skip
     for index, step in enumerate(steps):
         lines.append(f'echo "@@CMD {index}"')
+        step.token = token
         if isinstance(step.source, Block):  # a whole Python program
             program = folder / f"block-{step.source.line}.py"
             program.write_text(rewrite(step.source.text, ports, token))
@@ -137,7 +142,37 @@ def _follow(script: Path, env: dict[str, str], steps: list[Step], acks: Path) ->
                 if url not in run.consents:
                     run.consents.append(url)
                     connect(url)
+                    _until_resumed(url, current.token if current else None)
     finally:
         timer.cancel()
         run.exit_code = process.wait()
     return run
+
+
+INTERACTIONS = "https://docs.nylorun.com/a2a/interactions/v1"
+
+
+def _until_resumed(authorization_url: str, token: str | None) -> None:
+    """Wait (bounded) until the turn that asked for the connection has gone on: its task no longer shows the
+    connection's interaction (the page's next command reads the task after "the turn goes on by itself")."""
+    query = parse_qs(urlsplit(authorization_url).query)
+    task, asked = query["task"][0], query["interaction"][0]
+    base = authorization_url.split("/v1/a2a/", 1)[0]
+    headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0", "A2A-Extensions": INTERACTIONS}
+    agents = [
+        a["url"] for a in httpx.get(f"{base}/v1/a2a/agents", headers=headers, timeout=30).json()["agents"]
+    ]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for url in agents:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}}
+            status = (
+                httpx.post(url, json=body, headers=headers, timeout=30).json().get("result", {}).get("status")
+            )
+            if status is None:
+                continue  # another Agent's URL: not its task
+            shown = (status.get("message") or {}).get("metadata", {}).get(INTERACTIONS, {})
+            if shown.get("interactionId") != asked:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the turn of task {task} did not go on within 60 s of its connection being allowed")
