@@ -50,8 +50,11 @@ test: $(STAMP) $(SAM_STAMP)  ## Static checks (sam validate --lint, cfn-lint + s
 docs: $(STAMP)  ## Build the documentation site into site/ (strict: a broken link or a missing page fails)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# Where `make docs-serve` listens (tests/e2e/test_doc_commands.py serves it on a free port).
+DOCS_ADDR ?= 127.0.0.1:8000
+
 docs-serve: $(STAMP)  ## Serve the documentation site on http://127.0.0.1:8000, rebuilt as you edit
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
 
 unit: $(STAMP)  ## The unit tier alone: in-memory adapters and plain objects, no moto, no HTTP (seconds)
 	$(PY) -m pytest tests/unit -q

@@ -187,6 +187,9 @@ LONGEST_FIRST = (
     "test_installed.py",
     "test_text_roundtrip.py",
     "test_console.py",  # headless Chromium on one worker: about a minute
+    "test_doc_commands.py",  # every command of the docs, its servers started as a reader starts them
+    "test_doc_commands_operate.py",  # docs/operate.md's admin commands
+    "test_doc_commands_contributing.py",  # docs/contributing.md runs the unit tests
 )
 
 
