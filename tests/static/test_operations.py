@@ -26,7 +26,7 @@ from nylorun_local import template
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = [ROOT / "layers" / "runtime" / "nylorun", ROOT / "functions"]
-EMITTED = re.compile(r"\b(add_metric|single_metric)\(\s*name=\"(\w+)\"")
+EMITTED = re.compile(r"\b(add_metric|single_metric|_rpc_metric)\(\s*name=\"(\w+)\"")
 SUB_REF = re.compile(r"\$\{([^}!][^}]*)\}")
 SEARCH = re.compile(r"^SEARCH\('\{([^}]*)\}\s+MetricName=\"(\w+)\"'")
 
@@ -71,7 +71,7 @@ def of_type(tpl: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- what the code emits
 def emitted_metrics(roots: list[Path]) -> dict[str, frozenset[str]]:
     """Metric name -> its dimension names. `add_metric` goes through the shared Metrics object, whose only dimension
-    is `service`; `single_metric` ones are the JSON-RPC counters, whose dimensions `count_rpc` prints."""
+    is `service`; `single_metric` / `_rpc_metric` ones are the JSON-RPC counters, whose dimensions `count_rpc` prints."""
     found: dict[str, frozenset[str]] = {}
     single = _count_rpc_dimensions()
     for root in roots:

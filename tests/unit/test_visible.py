@@ -104,3 +104,19 @@ def test_files_v1_shows_on_the_parts_when_activated() -> None:
 
 def test_with_everything_activated_the_object_is_unchanged() -> None:
     assert visible(TASK, PROFILE_EXTENSIONS) is TASK
+
+
+def test_what_hides_nothing_is_handed_on_as_stored_not_copied() -> None:
+    # Given a task whose caller message and artifact carry no profile data, and whose agent reply does
+    plain = Message(message_id="u2", role=Role.USER, parts=[Part(text="hi", metadata={"mine": 1})])
+    notes = Artifact(artifact_id="n", parts=[Part(text="notes")], metadata={OTHER: {"x": 1}}, extensions=[OTHER])
+    task = Task(id="t", context_id="c", status=STATUS, history=[plain, STATUS.message], artifacts=[notes])
+
+    # When a core-tier caller reads it
+    seen = visible(task, [])
+
+    # Then only the reply is rendered anew: the parts with nothing to hide are the stored ones (a GetTask copies
+    # no more than it must), and the reply's profile data is still gone
+    assert seen.history is not None and seen.artifacts is not None
+    assert seen.history[0] is plain and seen.artifacts[0] is notes
+    assert seen.history[1] is not STATUS.message and shown(seen) == set()

@@ -7,8 +7,11 @@ caller reads is rendered for the extensions that caller activated (`visible`).
 
 from __future__ import annotations
 
+import enum
+import types
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from functools import cache
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
@@ -125,14 +128,43 @@ def visible(obj: W, activated: Iterable[str]) -> W:
 
 
 def _without(obj: W, hidden: frozenset[str]) -> W:
+    # Copied only where something is left out: a part with nothing hidden is the caller's as it is (wire models
+    # are never changed in place), so GetTask of a task without profile metadata copies nothing.
     update: dict[str, Any] = {}
-    for name in type(obj).model_fields:
+    for name in _walked(type(obj)):
         value = getattr(obj, name)
         if name in ("metadata", "extensions") and value and hidden.intersection(value):
             kept = [key for key in value if key not in hidden]
             update[name] = ({key: value[key] for key in kept} if isinstance(value, dict) else kept) or None
         elif isinstance(value, Wire):
-            update[name] = _without(value, hidden)
+            if (seen := _without(value, hidden)) is not value:
+                update[name] = seen
         elif isinstance(value, list) and value and isinstance(value[0], Wire):
-            update[name] = [_without(item, hidden) for item in value]
+            seen_items = [_without(item, hidden) for item in value]
+            if any(new is not old for new, old in zip(seen_items, value, strict=True)):
+                update[name] = seen_items
     return obj.model_copy(update=update) if update else obj
+
+
+# Field types that can hold neither extension data nor a model (an id, a role, a list of task ids).
+_PLAIN = (str, int, float, bool, type(None))
+
+
+@cache
+def _walked(model: type[Wire]) -> tuple[str, ...]:
+    """The fields of `model` that `_without` must look at: `metadata`, `extensions`, and any that may hold a
+    model (Any included); the plain ones are skipped, once per type rather than once per read."""
+    return tuple(
+        name
+        for name, field in model.model_fields.items()
+        if name in ("metadata", "extensions") or not _plain(field.annotation)
+    )
+
+
+def _plain(annotation: Any) -> bool:
+    if isinstance(annotation, type) and (issubclass(annotation, _PLAIN) or issubclass(annotation, enum.Enum)):
+        return True
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType, list):
+        return all(_plain(arg) for arg in get_args(annotation))
+    return False
