@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from nylorun.api.startup_heap import freeze_startup_heap
+from nylorun.api.startup_heap import freeze_startup_heap, thaw_heap
 from nylorun.engine.agent import Agent
 from nylorun.observability import SERVICE
 from nylorun.settings import AuthMode, Settings
@@ -289,6 +289,7 @@ class LocalRuntime:
         logging.getLogger(SERVICE).removeHandler(self._agent_errors)
         if self._state_file is not None:
             self._state_file.unlink(missing_ok=True)
+        thaw_heap()  # what this Runtime made may now end in reference cycles: let the collector see it
 
 
 # What `nylorun admin --local PORT` needs to reach this Runtime's stack (moto's endpoint and the resource names),
