@@ -80,6 +80,11 @@ def _send(params: str) -> bytes:
         ('{"message":{"messageId":"\\ud83d"}}', "message.messageId"),
         ('{"metadata":{"n":NaN}}', "metadata.n"),
         ('{"metadata":{"n":[1e400]}}', "metadata.n[0]"),
+        # Each kind the decoder's quick look at the raw body must not miss (it skips the walk of a body without)
+        ('{"message":{"messageId":"\\uDBFF"}}', "message.messageId"),
+        ('{"metadata":{"n":-Infinity}}', "metadata.n"),
+        ('{"metadata":{"n":1E+400}}', "metadata.n"),
+        ('{"metadata":{"n":' + "9" * 310 + '.0}}', "metadata.n"),
     ],
 )
 def test_params_that_cannot_be_kept_as_sent_are_invalid_params_naming_the_field(
@@ -92,6 +97,16 @@ def test_params_that_cannot_be_kept_as_sent_are_invalid_params_naming_the_field(
     error = caught.value.error.to_jsonrpc()
     assert (error["code"], caught.value.request_id) == (-32602, 7)
     assert error["data"][1]["fieldViolations"][0]["field"] == field
+
+
+def test_a_lone_surrogate_sent_as_raw_bytes_is_invalid_params_too() -> None:
+    # Given a body whose text holds a surrogate as UTF-8 bytes, not as an escape (json.loads reads them)
+    body = _send('{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"a#b"}]}}')
+    body = body.replace(b"#", b"\xed\xa0\x80")
+    # When decoded, Then it is refused naming the field
+    with pytest.raises(jsonrpc.RequestError) as caught:
+        jsonrpc.decode(body)
+    assert caught.value.error.to_jsonrpc()["data"][1]["fieldViolations"][0]["field"] == "message.parts[0].text"
 
 
 def test_a_paired_surrogate_escape_is_one_character_and_ids_are_not_params() -> None:
@@ -110,3 +125,13 @@ def test_agent_text_is_repaired_to_well_formed_unicode() -> None:
     assert repaired(part) == Part(text="ok", metadata={"k\ufffd": "v"})
     well_formed = Part(text="fine 😀")
     assert repaired(well_formed) is well_formed
+
+
+def test_an_encoded_result_is_written_as_it_was_encoded() -> None:
+    # Given a result made with its JSON text (GetTask's task, encoded once), holding a non-ASCII character
+    result = jsonrpc.Encoded({"text": "caf\u00e9"}, '{"text":"caf\\u00e9"}')
+    # When the answer holding it is written
+    text = jsonrpc.encode(jsonrpc.success("r-1", result))
+    # Then its text is used as it is, in the compact ASCII JSON every answer is written in
+    assert text == '{"jsonrpc":"2.0","id":"r-1","result":{"text":"caf\\u00e9"}}'
+    assert text == json.dumps(jsonrpc.success("r-1", dict(result)), separators=(",", ":"))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from nylorun.adapters.sqs import process_groups_at_once
-from nylorun.observability import SERVICE, logger
+from nylorun.observability import SERVICE, log_keys, logger
 
 
 class Lines(logging.Handler):
@@ -84,3 +84,19 @@ def test_a_functions_message_groups_log_under_its_invocation_keys(lines: list[di
         ("group a", "push"),
         ("group b", "push"),
     ]
+
+
+def test_a_requests_keys_and_those_its_turn_added_are_gone_after_it(lines: list[dict[str, Any]]) -> None:
+    # Given the keys this thread logs with, a JSON-RPC request's keys, and a turn run inside it that adds its task's
+    logger.info("before")
+    with log_keys(rpc_method="SendMessage", agent="echo-keys"):
+        logger.append_keys(task_id="t-keys", context_id="c-keys")
+        logger.info("inside")
+    # When the next line is logged after the request
+    logger.info("after")
+
+    # Then the line inside had them all, and the one after has the keys of the one before, not the request's
+    before, inside, after = lines
+    keys = ("rpc_method", "agent", "task_id", "context_id")
+    assert [inside[key] for key in keys] == ["SendMessage", "echo-keys", "t-keys", "c-keys"]
+    assert [after.get(key) for key in keys] == [before.get(key) for key in keys]

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from types import ModuleType
@@ -106,6 +107,18 @@ logger = Logger(service=SERVICE, logger_formatter=_formatter)
 _formatter.keep_as_made()
 tracer = Tracer(service=SERVICE, patch_modules=["botocore"])
 metrics = _Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+@contextmanager
+def log_keys(**keys: Any) -> Iterator[None]:
+    """`keys` on every line the block logs in this context; after it the keys are as they were before it, so what
+    the block itself appended (a turn's task id) is gone too. One set and one reset of the context's keys: per
+    request, cheaper than `append_keys` and `remove_keys`, which copy them each."""
+    token = _formatter._keys.set({**_formatter.log_format, **keys})
+    try:
+        yield
+    finally:
+        _formatter._keys.reset(token)
 
 
 def _patch_on_import() -> None:

@@ -34,7 +34,7 @@ from nylorun.api.startup_heap import frozen_after_startup
 from nylorun.domain.behalf import ON_BEHALF_HEADER, BadScope, honoured_scope
 from nylorun.engine.agent import AgentRegistry
 from nylorun.limits import MAX_ANSWER_BYTES, payload_bytes
-from nylorun.observability import count_rpc, logger
+from nylorun.observability import count_rpc, log_keys, logger
 from nylorun.ports.delegation import CALLBACK_PATH, CallbackRefused
 from nylorun.profile.card import A2A_PATH, agent_url, build_card
 from nylorun.profile.extensions import PROFILE_EXTENSIONS, parse_activation
@@ -307,8 +307,8 @@ def _dispatch(
     except jsonrpc.RequestError as exc:
         count_rpc(UNREAD_METHOD, failed=True)
         return jsonrpc.failure(exc.request_id, exc.error)
-    logger.append_keys(rpc_method=request.method, agent=caller.agent)
-    answer = _call(service, caller, request)
+    with log_keys(rpc_method=request.method, agent=caller.agent):  # and the task's keys the call adds
+        answer = _call(service, caller, request)
     count_rpc(request.method, failed="error" in answer)  # decode admits only jsonrpc.METHODS
     return answer
 
@@ -328,8 +328,6 @@ def _call(service: A2AService, caller: Caller, request: jsonrpc.Request) -> dict
         # No stack trace reaches a caller; the log has it, with the request's method and task keys.
         logger.exception("unhandled error")
         return jsonrpc.failure(request.id, InternalError())
-    finally:
-        logger.remove_keys(["rpc_method", "task_id", "context_id"])
 
 
 def _refuse(error: A2AError, headers: dict[str, str]) -> Response:
@@ -339,13 +337,13 @@ def _refuse(error: A2AError, headers: dict[str, str]) -> Response:
 
 
 def _answer(payload: dict[str, Any], headers: dict[str, str]) -> Response:
-    body = json.dumps(payload, separators=(",", ":"))
+    body = jsonrpc.encode(payload)
     if payload_bytes(body) > MAX_ANSWER_BYTES:
         # Lambda: 6 MB response payload; we keep answers under 5 MiB. The service trims tasks and ListTasks
         # pages to fit; this backstop catches the rest (an agent's huge direct reply, a huge request id).
         logger.error("answer over 5 MiB refused", extra={"bytes": len(body)})
         error = InternalError(f"The answer would be larger than {MAX_ANSWER_BYTES} bytes, the most this Runtime sends")
-        body = json.dumps(jsonrpc.failure(payload.get("id"), error), separators=(",", ":"))
+        body = jsonrpc.encode(jsonrpc.failure(payload.get("id"), error))
     return Response(body, media_type=JSON_RPC_CONTENT, headers=headers)
 
 

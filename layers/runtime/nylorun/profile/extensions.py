@@ -119,31 +119,64 @@ def visible(obj: W, activated: Iterable[str]) -> W:
     at every level (message, status, history, artifact, part) the `metadata` of a profile extension it did
     not activate is left out, and no `extensions` list names one. Other metadata keys (a caller's own) stay.
 
-    The one place that decides: every answer and every push body goes through it. Core tier (nothing
-    activated) still gets the states and the text of every message, so an approval arrives as a text
-    question (Profile v2, "What a client gets": docs/profile.md §4).
+    The one place that decides (`left_out`): every answer and every push body goes through it, or is dumped
+    without what `left_out` names (GetTask). Core tier (nothing activated) still gets the states and the text of every message, so an
+    approval arrives as a text question (Profile v2, "What a client gets": docs/profile.md §4).
     """
+    gone = left_out(obj, activated)
+    return _copied_without(obj, gone) if gone else obj
+
+
+# What `left_out` finds, in the form pydantic's `exclude` takes: a field name (or a list index, or a metadata key)
+# mapped to True (all of it) or to what is left out inside it.
+Exclusion = dict[Any, Any]
+
+
+def left_out(obj: Wire, activated: Iterable[str]) -> Exclusion | None:
+    """What of `obj` a caller that activated `activated` may not see (`visible`); None when nothing."""
     hidden = frozenset(PROFILE_EXTENSIONS).difference(activated)
-    return _without(obj, hidden) if hidden else obj
+    return _left_out(obj, hidden) if hidden else None
 
 
-def _without(obj: W, hidden: frozenset[str]) -> W:
-    # Copied only where something is left out: a part with nothing hidden is the caller's as it is (wire models
-    # are never changed in place), so GetTask of a task without profile metadata copies nothing.
-    update: dict[str, Any] = {}
-    for name in _walked(type(obj)):
-        value = getattr(obj, name)
-        if name in ("metadata", "extensions") and value and hidden.intersection(value):
-            kept = [key for key in value if key not in hidden]
-            update[name] = ({key: value[key] for key in kept} if isinstance(value, dict) else kept) or None
+def _left_out(obj: Wire, hidden: frozenset[str]) -> Exclusion | None:
+    found: Exclusion = {}
+    values = obj.__dict__  # a model's fields (read once per request for every part of a task: kept lean)
+    for name, tagged in _walked(type(obj)):
+        value = values[name]
+        if value is None:
+            continue
+        if tagged:  # `metadata` or `extensions`
+            if value and not hidden.isdisjoint(value):
+                keys = [key for key in value if key in hidden] if isinstance(value, dict) else \
+                    [index for index, key in enumerate(value) if key in hidden]
+                found[name] = True if len(keys) == len(value) else dict.fromkeys(keys, True)  # none left: no field
         elif isinstance(value, Wire):
-            if (seen := _without(value, hidden)) is not value:
-                update[name] = seen
+            if (inner := _left_out(value, hidden)) is not None:
+                found[name] = inner
         elif isinstance(value, list) and value and isinstance(value[0], Wire):
-            seen_items = [_without(item, hidden) for item in value]
-            if any(new is not old for new, old in zip(seen_items, value, strict=True)):
-                update[name] = seen_items
-    return obj.model_copy(update=update) if update else obj
+            items = {index: inner for index, item in enumerate(value) if (inner := _left_out(item, hidden))}
+            if items:
+                found[name] = items
+    return found or None
+
+
+def _copied_without(obj: W, gone: Exclusion) -> W:
+    # Copied only where something is left out: a part with nothing hidden is the caller's as it is (wire models
+    # are never changed in place).
+    update: dict[str, Any] = {}
+    for name, inner in gone.items():
+        value = getattr(obj, name)
+        if inner is True:
+            update[name] = None
+        elif isinstance(value, dict):
+            update[name] = {key: item for key, item in value.items() if key not in inner}
+        elif isinstance(value, Wire):
+            update[name] = _copied_without(value, inner)
+        elif name == "extensions":
+            update[name] = [item for index, item in enumerate(value) if index not in inner]
+        else:
+            update[name] = [_copied_without(item, inner[i]) if i in inner else item for i, item in enumerate(value)]
+    return obj.model_copy(update=update)
 
 
 # Field types that can hold neither extension data nor a model (an id, a role, a list of task ids).
@@ -151,11 +184,11 @@ _PLAIN = (str, int, float, bool, type(None))
 
 
 @cache
-def _walked(model: type[Wire]) -> tuple[str, ...]:
-    """The fields of `model` that `_without` must look at: `metadata`, `extensions`, and any that may hold a
-    model (Any included); the plain ones are skipped, once per type rather than once per read."""
+def _walked(model: type[Wire]) -> tuple[tuple[str, bool], ...]:
+    """The fields of `model` that `_left_out` must look at, each with whether it is `metadata` or `extensions`
+    (else it may hold a model: Any included); the plain ones are skipped, once per type rather than per read."""
     return tuple(
-        name
+        (name, name in ("metadata", "extensions"))
         for name, field in model.model_fields.items()
         if name in ("metadata", "extensions") or not _plain(field.annotation)
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -76,7 +77,7 @@ def decode(body: bytes, before_method: Callable[[], None] | None = None) -> Requ
         raise RequestError(ParseError()) from None
     except RecursionError:
         raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels")) from None
-    depth, suspect = _scan(payload)
+    depth, suspect = (0, False) if _surely_fit(body) else _scan(payload)
     if depth > MAX_DEPTH:
         raise RequestError(InvalidRequestError(f"JSON nested deeper than {MAX_DEPTH} levels"))
     if isinstance(payload, list):
@@ -110,6 +111,22 @@ def decode(body: bytes, before_method: Callable[[], None] | None = None) -> Requ
         error = InvalidParamsError(f"Invalid params: {field}: {description}", field_violations=[unfit])
         raise RequestError(error, request_id)
     return Request(id=request_id, method=method, params=params)
+
+
+# What in a body's bytes can make its decoded value unfit (`_scan`): a surrogate as a \u escape or as UTF-8 bytes
+# (json.loads reads bytes with "surrogatepass"), NaN or Infinity, or a number a double cannot hold (an exponent of
+# three digits, or 300 digits in a row).
+_MAYBE_UNFIT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]|NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{300}")
+
+
+def _surely_fit(body: bytes | str) -> bool:
+    """True when `_scan` could find nothing in what `body` decodes to: it holds fewer brackets than MAX_DEPTH
+    and nothing `_MAYBE_UNFIT` matches (a plain GetTask). Only then is the walk skipped."""
+    return (
+        isinstance(body, bytes)
+        and body.count(b"{") + body.count(b"[") <= MAX_DEPTH
+        and _MAYBE_UNFIT.search(body) is None
+    )
 
 
 def _scan(payload: Any) -> tuple[int, bool]:
@@ -197,6 +214,24 @@ def _describe(err: Any) -> str:
 
 def success(request_id: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+class Encoded(dict[str, Any]):
+    """A JSON object made together with its JSON text (`text`: compact, ASCII, as `encode` writes it), so an answer
+    holding it as its result is written without encoding it again. Not changed once made (no answer is)."""
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
+def encode(answer: dict[str, Any]) -> str:
+    """An answer's JSON text: compact and ASCII; a result made `Encoded` is written as it was encoded."""
+    result = answer.get("result")
+    if isinstance(result, Encoded) and answer.keys() == {"jsonrpc", "id", "result"}:
+        request_id = json.dumps(answer["id"], separators=(",", ":"))
+        return f'{{"jsonrpc":"2.0","id":{request_id},"result":{result.text}}}'
+    return json.dumps(answer, separators=(",", ":"))
 
 
 def failure(request_id: RequestId, error: A2AError) -> dict[str, Any]:

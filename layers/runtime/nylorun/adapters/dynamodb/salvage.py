@@ -13,7 +13,7 @@ caller can still cancel the task, and no read ever ends a task.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -103,15 +103,29 @@ def wire(model: BaseModel) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def readable(record: TaskRecord, status_ts: str | None = None) -> TaskRecord:
+def readable(
+    record: TaskRecord, status_ts: str | None = None, sound: Callable[[Any], bool] = lambda _: False
+) -> TaskRecord:
     """A record the in-memory store holds, as the DynamoDB store reads it back: each item through its wire JSON
-    and the lenient decode above (both stores leave out the same items)."""
+    and the lenient decode above (both stores leave out the same items). An item for which `sound` is true (one
+    the store itself decoded from its wire JSON) is kept as it is."""
     task_id = record.task_id
-    record.status = status(wire(record.status), task_id, None, status_ts)
-    record.plan = plan([wire(step) for step in record.plan], task_id)
-    record.interaction = interaction(wire(record.interaction), task_id) if record.interaction else None
-    record.history = messages(((f"history message {i}", wire(m)) for i, m in enumerate(record.history)), task_id)
-    record.artifacts = artifacts(((f"artifact {i}", wire(a)) for i, a in enumerate(record.artifacts)), task_id)
+
+    def checked(model: type[M], obj: Any, item: str) -> M | None:
+        return obj if sound(obj) else one(model, wire(obj), task_id, item)
+
+    if not sound(record.status):
+        record.status = status(wire(record.status), task_id, None, status_ts)
+    if not all(map(sound, record.plan)):
+        record.plan = plan([wire(step) for step in record.plan], task_id)
+    if record.interaction is not None:
+        record.interaction = checked(Interaction, record.interaction, "interaction")
+    record.history = [
+        found for i, m in enumerate(record.history) if (found := checked(Message, m, f"history message {i}"))
+    ]
+    record.artifacts = [
+        kept for i, a in enumerate(record.artifacts) if (kept := checked(Artifact, a, f"artifact {i}"))
+    ]
     return record
 
 

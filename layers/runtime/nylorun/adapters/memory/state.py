@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -107,4 +108,17 @@ Stored = TypeVar("Stored", Message, Artifact, TaskStatus, Interaction, PlanStep)
 
 def as_stored(model: Stored) -> Stored:
     """A wire model as a store hands it back: through its wire JSON (as the DynamoDB store keeps it)."""
-    return type(model).model_validate_json(codec.dumps(model.wire()))
+    stored = type(model).model_validate_json(codec.dumps(model.wire()))
+    _SOUND[id(stored)] = stored
+    return stored
+
+
+# What `as_stored` made, by id, for as long as it lives: read back, each went through its wire JSON already, so a
+# read need not check it again (wire models are never changed in place). Anything else the store holds (an object
+# put in its records by hand) is checked on every read, as the DynamoDB store checks every item it reads.
+_SOUND: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def sound(model: Any) -> bool:
+    """Whether `model` is one `as_stored` made (a weak reference: an id is never taken for a dead object's)."""
+    return _SOUND.get(id(model)) is model

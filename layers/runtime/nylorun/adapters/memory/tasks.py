@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from nylorun.adapters.dynamodb import codec, salvage
-from nylorun.adapters.memory.state import State, SubjectEntry, as_stored, copy_record
+from nylorun.adapters.memory.state import State, SubjectEntry, as_stored, copy_record, sound
 from nylorun.limits import CALLER_HEADROOM, check_status, checked_bytes, grown, stored_bytes
 from nylorun.ports import (
     DuplicateMessage,
@@ -30,7 +30,7 @@ class Tasks(State):
     def get(self, task_id: str) -> TaskRecord | None:
         with self._lock:
             task = self._live(task_id)
-            return salvage.readable(copy_record(task.record), task.status_ts) if task else None
+            return salvage.readable(copy_record(task.record), task.status_ts, sound) if task else None
 
     def head(self, task_id: str) -> dict[str, Any] | None:
         """The same plain values the DynamoDB store's task item holds."""
@@ -76,7 +76,7 @@ class Tasks(State):
             tokens = [codec.encode_token(t.sort_key, bound_to) for t in page]
             # Like the index: tasks without their history and artifacts (GetTask reads those).
             return TaskPage(
-                tasks=[salvage.readable(copy_record(t.record, with_content=False), t.status_ts) for t in page],
+                tasks=[salvage.readable(copy_record(t.record, with_content=False), t.status_ts, sound) for t in page],
                 next_page_token=tokens[-1] if len(rest) > query.page_size else "",
                 total_size=len(matches),
                 tokens=tokens,

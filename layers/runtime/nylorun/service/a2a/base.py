@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 
 from nylorun.engine.agent import AgentRegistry
 from nylorun.engine.files import FileService
-from nylorun.limits import fit_task
+from nylorun.limits import ANSWER_BUDGET, fit_task, payload_bytes
 from nylorun.ports import Owner, TaskRecord, TaskStore, TurnOrchestrator
-from nylorun.profile.extensions import visible
+from nylorun.profile.extensions import left_out, visible
 from nylorun.protocol.errors import TaskNotFoundError
-from nylorun.protocol.models import Task
+from nylorun.protocol.jsonrpc import Encoded
+from nylorun.protocol.models import JsonObject, Task
 from nylorun.service.a2a.caller import Caller
 from nylorun.service.scheduler import TurnScheduler
 from nylorun.settings import Settings
@@ -40,7 +41,22 @@ class ServiceBase:
             raise TaskNotFoundError(f"Task {task_id[:128]} not found")
         return record
 
-    def _render(self, caller: Caller, record: TaskRecord, history_length: int | None) -> Task:
+    def _render(self, caller: Caller, record: TaskRecord, history_length: int | None) -> JsonObject:
+        """The task as the caller sees it (`visible`), in one answer's size (`fit_task`), as JSON values."""
+        task = self._task(record, history_length)
+        gone = left_out(task, caller.extensions)
+        # Dumped as it is, without what the caller may not see, and encoded once: the answer writes this text.
+        text = task.model_dump_json(by_alias=True, exclude_none=True, exclude=gone, ensure_ascii=True)
+        # Lambda: 6 MB response payload; we keep answers under 5 MiB (nylorun.limits.fit_task).
+        if payload_bytes(text) <= ANSWER_BUDGET:
+            return Encoded(task.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=gone), text)
+        return fit_task(visible(task, caller.extensions)).wire()
+
+    def _rendered_task(self, caller: Caller, record: TaskRecord, history_length: int | None) -> Task:
+        """`_render` as a Task (ListTasks fits its page to the answer's size itself)."""
+        return fit_task(visible(self._task(record, history_length), caller.extensions))
+
+    def _task(self, record: TaskRecord, history_length: int | None) -> Task:
         history = record.history
         if history_length is not None:
             history = history[-history_length:] if history_length > 0 else []
@@ -50,7 +66,7 @@ class ServiceBase:
             files = self._files
             artifacts = [a.model_copy(update={"parts": files.render_parts(a.parts)}) for a in artifacts]
             history = [m.model_copy(update={"parts": files.render_parts(m.parts)}) for m in history]
-        task = Task(
+        return Task(
             id=record.task_id,
             context_id=record.context_id,
             status=record.status,
@@ -58,5 +74,3 @@ class ServiceBase:
             history=history or None,
             metadata=record.metadata,
         )
-        # Lambda: 6 MB response payload; we keep answers under 5 MiB (nylorun.limits.fit_task).
-        return fit_task(visible(task, caller.extensions))

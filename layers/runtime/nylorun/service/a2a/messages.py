@@ -143,7 +143,7 @@ class Messages(InboundFiles, Replies, PushConfigs):
         if config is None or not config.return_immediately:
             record = self._wait(record)
         history_length = config.history_length if config else None
-        return {"task": self._render(caller, record, history_length).wire()}
+        return {"task": self._render(caller, record, history_length)}
 
     def _wait(self, record: TaskRecord) -> TaskRecord:
         """Blocking SendMessage: until terminal or interrupted, or `a2aWaitMs` (then WORKING as it is)."""

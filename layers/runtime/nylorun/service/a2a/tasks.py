@@ -28,7 +28,7 @@ class Tasks(ServiceBase):
     # ================================================================== GetTask / ListTasks
     def get_task(self, caller: Caller, request: GetTaskRequest) -> JsonObject:
         record = self._owned(caller.owner, request.id)
-        return self._render(caller, record, request.history_length).wire()
+        return self._render(caller, record, request.history_length)
 
     def list_tasks(self, caller: Caller, request: ListTasksRequest) -> JsonObject:
         page_size = request.page_size or 50
@@ -53,7 +53,7 @@ class Tasks(ServiceBase):
                 record = self._store.get(head.task_id) or head
             if not request.include_artifacts:
                 record = dataclasses.replace(record, artifacts=[])  # docs/protocol.md §7.4: omitted, not []
-            task = self._render(caller, record, history_length)
+            task = self._rendered_task(caller, record, history_length)
             size += answer_bytes(task.wire()) + 1
             if tasks and size > ANSWER_BUDGET:
                 # Lambda: 6 MB response payload; we keep answers under 5 MiB. The page ends before the task
@@ -96,4 +96,4 @@ class Tasks(ServiceBase):
             self._delegations.cancel_delegates(record.task_id)  # real CancelTask of the work it handed on
         logger.info("task canceled", extra={"task_id": record.task_id})
         self._scheduler.ended(record.owner, record.context_id)  # the queue moves on
-        return self._render(caller, self._owned(caller.owner, record.task_id), None).wire()
+        return self._render(caller, self._owned(caller.owner, record.task_id), None)
