@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import first_call
-from bench.summary import pair_ratios, spread
+from bench.summary import in_turns, pair_ratios, spread
 
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = REPO / "functions"
@@ -94,9 +94,9 @@ def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
 def _turns_ms(commands: list[list[str]], cwd: Path, env: dict[str, str], pairs: int) -> list[list[float]]:
     """Each command's wall times (ms), the commands taking turns, so a busy moment hits all of them alike."""
     times: list[list[float]] = [[] for _ in commands]
-    for _ in range(pairs):
-        for i, args in enumerate(commands):
-            times[i].append(_timed(args, cwd, env))
+    for pair in range(pairs):
+        for i in in_turns(pair, range(len(commands))):
+            times[i].append(_timed(commands[i], cwd, env))
     return times
 
 

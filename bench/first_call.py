@@ -27,7 +27,7 @@ from nylorun.ports import NewTurn
 from nylorun.protocol.models import Message, Part, Role
 from nylorun_local.stack import create_table
 
-from bench.summary import pair_ratios, spread
+from bench.summary import in_turns, pair_ratios, spread
 
 REPO = Path(__file__).resolve().parents[1]
 EVENT = REPO / "events" / "api-send-message.json"
@@ -153,12 +153,15 @@ def measure(folder: Path, env: dict[str, str], pairs: int) -> dict[str, Any]:
         event = get_task_event(task_id)
         ours: list[dict[str, Any]] = []
         baseline: list[dict[str, Any]] = []
+        sides = {
+            "ours": lambda: _checked(_run(OURS, event, folder, env), task_id),
+            "baseline": lambda: _run(BASELINE, event, folder, env),
+        }
         for n in range(pairs + 1):
-            one = _checked(_run(OURS, event, folder, env), task_id)
-            other = _run(BASELINE, event, folder, env)
+            got = {side: sides[side]() for side in in_turns(n, tuple(sides))}
             if n:
-                ours.append(one)
-                baseline.append(other)
+                ours.append(got["ours"])
+                baseline.append(got["baseline"])
     ratios = pair_ratios([s["wall_ms"] for s in ours], [s["wall_ms"] for s in baseline])
     ratio = spread(ratios, 3)
     return {

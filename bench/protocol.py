@@ -17,7 +17,7 @@ import httpx
 
 from bench import servers
 from bench.load import LoadResult, LoadSettings, ServerProcess, Target, measure
-from bench.summary import pair_ratios, spread
+from bench.summary import in_turns, pair_ratios, spread
 
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 SEND_MESSAGE = (
@@ -90,14 +90,14 @@ def _served(servers: tuple[Server, ...], log_dir: Path, stack: contextlib.ExitSt
 
 
 def run(settings: LoadSettings, log_dir: Path, pairs: int = 5) -> dict[str, Any]:
-    """Ours and the reference both up, measured in turns (A B A B ...) so a busy minute hits both sides of a pair;
+    """Ours and the reference both up, measured in turns (A B, B A, ...) so a busy minute hits both sides of a pair;
     the ceiling and the threadpool variant once each (reported, not judged)."""
     samples: dict[str, dict[str, list[LoadResult]]] = {s.name: {op: [] for op in OPERATIONS} for s in SERVERS}
     with contextlib.ExitStack() as stack:
         targets = _served(SERVERS, log_dir, stack)
-        for _ in range(pairs):
+        for pair in range(pairs):
             for op in OPERATIONS:
-                for name in PAIRED:
+                for name in in_turns(pair, PAIRED):
                     samples[name][op].append(measure(targets[f"{name}.{op}"], settings))
         for name in (s.name for s in SERVERS if s.name not in PAIRED):
             for op in OPERATIONS:

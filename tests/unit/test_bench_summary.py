@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.summary import pair_ratios, spread
+from bench.summary import in_turns, pair_ratios, spread
 
 
 def test_spread_reports_median_min_max_and_count() -> None:
@@ -47,3 +47,12 @@ def test_an_empty_sample_is_refused() -> None:
     # When summarized, Then it says so rather than printing a zero
     with pytest.raises(ValueError, match="no sample"):
         spread([])
+
+
+def test_the_sides_of_each_pair_take_turns_running_first() -> None:
+    # Given ours and the reference, measured in four pairs
+    # When the bench asks each pair's order
+    orders = [in_turns(pair, ("ours", "reference")) for pair in range(4)]
+
+    # Then each side runs first in every other pair (A B, B A, ...): a machine drifting through the run favors neither
+    assert orders == [["ours", "reference"], ["reference", "ours"], ["ours", "reference"], ["reference", "ours"]]
