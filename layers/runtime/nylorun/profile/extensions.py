@@ -120,8 +120,9 @@ def visible(obj: W, activated: Iterable[str]) -> W:
     not activate is left out, and no `extensions` list names one. Other metadata keys (a caller's own) stay.
 
     The one place that decides (`left_out`): every answer and every push body goes through it, or is dumped
-    without what `left_out` names (GetTask). Core tier (nothing activated) still gets the states and the text of every message, so an
-    approval arrives as a text question (Profile v2, "What a client gets": docs/profile.md §4).
+    without what `left_out` names (GetTask). Core tier (nothing activated) still gets the states and the text of
+    every message, so an approval arrives as a text question (Profile v2, "What a client gets": docs/profile.md
+    §4).
     """
     gone = left_out(obj, activated)
     return _copied_without(obj, gone) if gone else obj
