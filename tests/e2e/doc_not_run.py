@@ -19,11 +19,11 @@ ELSEWHERE = "run elsewhere: "
 
 # Pages not run here at all.
 PAGES_ELSEWHERE = {"docs/tutorial.md": ELSEWHERE + "tests/e2e/test_tutorial.py follows the page literally"}
+BY_CI = ELSEWHERE + "CI (.ci/run runs `make test`); `make -n test` is run here"
 # (page, the start of the command as one line): why it is not run.
 NOT_RUN: dict[tuple[str, str], str] = {
-    ("README.md", "make test"): ELSEWHERE + "CI (.ci/run runs `make test`); `make -n test` is run here",
-    ("docs/contributing.md", "make test"): ELSEWHERE
-    + "CI (.ci/run runs `make test`); `make -n test` is run here",
+    ("README.md", "make test"): BY_CI,
+    ("docs/contributing.md", "make test"): BY_CI,
     ("docs/calling/cli.md", "pip install "): ELSEWHERE + "tests/e2e/test_installed.py installs the wheel",
     ("docs/get-started.md", "pip install "): ELSEWHERE + "tests/e2e/test_installed.py installs the wheel",
     ("docs/calling/clients.md", "npm "): ELSEWHERE

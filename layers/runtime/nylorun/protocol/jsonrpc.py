@@ -119,14 +119,10 @@ def decode(body: bytes, before_method: Callable[[], None] | None = None) -> Requ
 _MAYBE_UNFIT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]|NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{300}")
 
 
-def _surely_fit(body: bytes | str) -> bool:
+def _surely_fit(body: bytes) -> bool:
     """True when `_scan` could find nothing in what `body` decodes to: it holds fewer brackets than MAX_DEPTH
     and nothing `_MAYBE_UNFIT` matches (a plain GetTask). Only then is the walk skipped."""
-    return (
-        isinstance(body, bytes)
-        and body.count(b"{") + body.count(b"[") <= MAX_DEPTH
-        and _MAYBE_UNFIT.search(body) is None
-    )
+    return body.count(b"{") + body.count(b"[") <= MAX_DEPTH and _MAYBE_UNFIT.search(body) is None
 
 
 def _scan(payload: Any) -> tuple[int, bool]:

@@ -103,9 +103,7 @@ def wire(model: BaseModel) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def readable(
-    record: TaskRecord, status_ts: str | None = None, sound: Callable[[Any], bool] = lambda _: False
-) -> TaskRecord:
+def readable(record: TaskRecord, status_ts: str | None, sound: Callable[[Any], bool]) -> TaskRecord:
     """A record the in-memory store holds, as the DynamoDB store reads it back: each item through its wire JSON
     and the lenient decode above (both stores leave out the same items). An item for which `sound` is true (one
     the store itself decoded from its wire JSON) is kept as it is."""

@@ -45,7 +45,8 @@ class ServiceBase:
         """The task as the caller sees it (`visible`), in one answer's size (`fit_task`), as JSON values."""
         task = self._task(record, history_length)
         gone = left_out(task, caller.extensions)
-        # Dumped as it is, without what the caller may not see, and encoded once: the answer writes this text.
+        # Dumped without what the caller may not see, and encoded once: the answer writes this text (the JSON values
+        # beside it are what the service hands in-process callers).
         text = task.model_dump_json(by_alias=True, exclude_none=True, exclude=gone, ensure_ascii=True)
         # Lambda: 6 MB response payload; we keep answers under 5 MiB (nylorun.limits.fit_task).
         if payload_bytes(text) <= ANSWER_BUDGET:
