@@ -50,9 +50,8 @@ FUNCTION_PROPERTIES = f"""\
 def _once(pattern: str, text: str, what: str) -> re.Match[str]:
     """The one match of `pattern` in `text`; fails naming `what` if there is none or more than one."""
     found = list(re.finditer(pattern, text, re.MULTILINE))
-    assert len(found) == 1, (
-        f"{what}: expected exactly one match of {pattern!r} in the template, found {len(found)}"
-    )
+    if len(found) != 1:  # not an assert: `python -O` would drop it and write a variant without SnapStart
+        raise ValueError(f"{what}: expected exactly one match of {pattern!r} in the template, found {len(found)}")
     return found[0]
 
 
